@@ -1,0 +1,156 @@
+// edgellm-bench: edgellm's prefill and decode throughput next to llama.cpp's own llama-bench,
+// on the same model file and thread count, printed as ratios (and --json).
+//
+// Both sides measure the same work: pp = a P-token prompt decoded in one batch from an empty
+// context; tg = G single-token decode steps from an empty context. edgellm's decode figure also
+// includes its per-token sampling and UTF-8 streaming, which llama-bench does not do.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "edgellm/edgellm.h"
+
+namespace {
+
+struct Args {
+  std::string model, llama_bench;
+  int threads = -1, pp = 512, tg = 128, reps = 3, rounds = 2;
+  bool json = false;
+};
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+// Runs llama-bench once; returns {pp t/s, tg t/s}.
+bool run_llama_bench(const Args& a, int threads, double* pp, double* tg) {
+  const std::string cmd = a.llama_bench + " -m '" + a.model + "' -t " + std::to_string(threads) +
+                          " -p " + std::to_string(a.pp) + " -n " + std::to_string(a.tg) +
+                          " -r " + std::to_string(a.reps) + " -o json 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return false;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) return false;
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded()) return false;
+  for (const auto& t : j) {
+    if (t["n_prompt"].get<int>() > 0 && t["n_gen"].get<int>() == 0) *pp = t["avg_ts"].get<double>();
+    if (t["n_gen"].get<int>() > 0 && t["n_prompt"].get<int>() == 0) *tg = t["avg_ts"].get<double>();
+  }
+  return *pp > 0 && *tg > 0;
+}
+
+// A prompt of exactly n tokens: " the" is one token in byte-level BPE vocabularies.
+std::string prompt_of(const edgellm::Model& m, int n) {
+  std::string p = "the";
+  for (int i = 1; i < n; ++i) p += " the";
+  auto toks = m.Tokenize(p, true);
+  while (toks.ok() && static_cast<int>(toks->size()) > n && p.size() > 4) {
+    p.resize(p.size() - 4);
+    toks = m.Tokenize(p, true);
+  }
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"edgellm-bench: edgellm vs llama-bench, same model and threads"};
+  app.add_option("-m,--model", a.model, "GGUF model")->required();
+  app.add_option("--threads", a.threads, "Threads for both (default: physical cores)");
+  app.add_option("-p,--pp", a.pp, "Prompt tokens (default 512)");
+  app.add_option("-n,--tg", a.tg, "Generated tokens (default 128)");
+  app.add_option("-r,--reps", a.reps, "Repetitions per round (default 3)");
+  app.add_option("--rounds", a.rounds, "Alternating rounds of both engines (default 2)");
+  app.add_option("--llama-bench", a.llama_bench, "llama-bench binary (default: beside this one)");
+  app.add_flag("--json", a.json, "Print one JSON object");
+  CLI11_PARSE(app, argc, argv);
+  if (a.llama_bench.empty()) {
+    a.llama_bench = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "llama-bench")
+                        .string();
+  }
+  if (a.pp < 1 || a.tg < 1 || a.reps < 1 || a.rounds < 1) {
+    std::fprintf(stderr, "edgellm-bench: -p, -n, -r and --rounds must be >= 1\n");
+    return 2;
+  }
+  const int threads = a.threads > 0 ? a.threads : edgellm::physical_cores();
+
+  auto model = edgellm::Model::Load(a.model);
+  if (!model.ok()) {
+    std::fprintf(stderr, "edgellm-bench: %s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  edgellm::SessionOptions so;
+  so.n_threads = threads;
+  so.n_batch = a.pp;
+  so.n_ctx = std::max(a.pp, a.tg + 1) + 16;
+  auto session = edgellm::Session::Create(**model, so);
+  if (!session.ok()) {
+    std::fprintf(stderr, "edgellm-bench: %s\n", session.status().ToString().c_str());
+    return 1;
+  }
+  const std::string pp_prompt = prompt_of(**model, a.pp);
+
+  std::vector<double> lb_pp, lb_tg, el_pp, el_tg;
+  int n_prompt = 0;
+  for (int round = 0; round < a.rounds; ++round) {
+    double pp = 0, tg = 0;
+    std::fprintf(stderr, "[round %d/%d] llama-bench ...\n", round + 1, a.rounds);
+    if (!run_llama_bench(a, threads, &pp, &tg)) {
+      std::fprintf(stderr, "edgellm-bench: running %s failed: build it with scripts/setup.sh\n",
+                   a.llama_bench.c_str());
+      return 1;
+    }
+    lb_pp.push_back(pp);
+    lb_tg.push_back(tg);
+    std::fprintf(stderr, "[round %d/%d] edgellm ...\n", round + 1, a.rounds);
+    for (int r = 0; r < a.reps; ++r) {
+      edgellm::GenerateOptions g;
+      g.temperature = 0;
+      g.max_tokens = 1;
+      auto p = (*session)->Generate(pp_prompt, g);
+      edgellm::GenerateOptions d;
+      d.temperature = 0;
+      d.max_tokens = a.tg + 1;  // the first token comes from the prompt's logits
+      d.ignore_eos = true;
+      auto t = (*session)->Generate("the", d);
+      if (!p.ok() || !t.ok()) {
+        std::fprintf(stderr, "edgellm-bench: generation failed\n");
+        return 1;
+      }
+      n_prompt = p->stats.n_prompt;
+      el_pp.push_back(p->stats.prefill_tps);
+      el_tg.push_back(t->stats.decode_tps);
+    }
+  }
+  const double r_pp = mean(el_pp) / mean(lb_pp), r_tg = mean(el_tg) / mean(lb_tg);
+  const edgellm::ModelInfo& info = (*model)->info();
+  if (a.json) {
+    nlohmann::json j = {{"model", a.model},          {"description", info.description},
+                        {"threads", threads},        {"n_prompt", n_prompt},
+                        {"n_gen", a.tg},             {"reps", a.reps},
+                        {"rounds", a.rounds},        {"llama_bench_pp_tps", mean(lb_pp)},
+                        {"edgellm_prefill_tps", mean(el_pp)}, {"prefill_ratio", r_pp},
+                        {"llama_bench_tg_tps", mean(lb_tg)},  {"edgellm_decode_tps", mean(el_tg)},
+                        {"decode_ratio", r_tg}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model: %s (%s), threads %d, %d reps x %d rounds\n", a.model.c_str(),
+              info.description.c_str(), threads, a.reps, a.rounds);
+  std::printf("%-10s %16s %16s %8s\n", "test", "llama-bench t/s", "edgellm t/s", "ratio");
+  std::printf("%-10s %16.2f %16.2f %8.3f\n", ("pp" + std::to_string(n_prompt)).c_str(),
+              mean(lb_pp), mean(el_pp), r_pp);
+  std::printf("%-10s %16.2f %16.2f %8.3f\n", ("tg" + std::to_string(a.tg)).c_str(), mean(lb_tg),
+              mean(el_tg), r_tg);
+  return 0;
+}

@@ -1,0 +1,147 @@
+// Session: one inference context over a Model (llama.cpp context + KV cache).
+//
+// Thread safety: a Session is used by one thread at a time, except Cancel(),
+// which may be called from any thread at any moment. Callbacks (sink, prefill
+// progress) run on the thread that called Generate() and must not block.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgellm/model.h"
+#include "edgellm/status.h"
+
+namespace edgellm {
+
+// Per-context options. Lifetime: the Session.
+struct SessionOptions {
+  // Context length in tokens. -1 = auto: min(model's n_ctx_train, 2048).
+  int32_t n_ctx = -1;
+  // Worker threads. -1 = auto: the number of physical cores. Never more than the physical cores:
+  // larger values are clamped (the value used is readable from Session::n_threads()).
+  int32_t n_threads = -1;
+  // Largest number of prompt tokens decoded in one llama_decode call (chunked prefill). Default 512.
+  int32_t n_batch = 512;
+  // Run a short inference right after creating the context so the first real request
+  // does not pay one-time costs. Default: true.
+  bool warmup = true;
+};
+
+enum class FinishReason {
+  kNone,         // still running (never returned)
+  kStop,         // end-of-generation token or a stop string
+  kLength,       // max_tokens reached
+  kCancelled,    // Cancel() or a sink/progress callback returned false
+  kContextFull,  // the context has no room for another token
+};
+const char* finish_reason_name(FinishReason reason);
+
+// Receives streamed text. Each piece is valid UTF-8 and never ends inside a
+// character; the concatenation of all pieces equals Generation::text.
+// Return false to cancel the generation.
+using TextSink = std::function<bool(std::string_view piece)>;
+
+// Per-call options. Lifetime: one Generate() call.
+struct GenerateOptions {
+  int32_t max_tokens = 256;      // new tokens at most. Default 256; must be >= 1
+  float temperature = 0.8f;      // 0 = greedy. Default 0.8
+  int32_t top_k = 40;            // 0 = off. Default 40
+  float top_p = 0.95f;           // 1 = off. Default 0.95
+  float min_p = 0.05f;           // 0 = off. Default 0.05
+  float repeat_penalty = 1.0f;   // 1 = off. Default 1.0
+  int32_t repeat_last_n = 64;    // window of the repetition penalty. Default 64
+  uint32_t seed = 0xFFFFFFFFu;   // sampling seed; 0xFFFFFFFF = random. Default random
+  // Format the prompt as one user turn with the model's chat template. Default false (plain).
+  bool chat = false;
+  std::string system_prompt;     // used only with chat; empty = none
+  // Generation ends (reason kStop) when the text would contain one of these; the stop
+  // string itself is not part of the output.
+  std::vector<std::string> stop;
+  // Streaming: a piece goes to the sink every `stream_every_tokens` tokens (default 4) or
+  // when `stream_every_ms` (default 100) passed since the last piece, whichever comes first.
+  int32_t stream_every_tokens = 4;
+  int32_t stream_every_ms = 100;
+  // When the prompt does not fit the context: false (default) fails with kInvalidArgument
+  // before any decode; true keeps the beginning-of-sequence token and the most recent
+  // prompt tokens, leaving room for max_tokens (at least a quarter of the context).
+  bool truncate_prompt = false;
+  // Keep generating past end-of-generation tokens (benchmarks). Default false.
+  bool ignore_eos = false;
+  // Called after each prefill chunk with (tokens done, tokens total). Return false to cancel.
+  std::function<bool(int32_t done, int32_t total)> on_prefill;
+};
+
+// Timings and counts of one generation (and of the session's setup).
+struct Stats {
+  double load_ms = 0;       // model load (copied from ModelInfo)
+  double warmup_ms = 0;     // session warm-up (0 when disabled)
+  int32_t n_prompt = 0;     // prompt tokens decoded
+  double prefill_ms = 0;
+  double prefill_tps = 0;   // prompt tokens per second
+  double ttft_ms = 0;       // from Generate() entry to the first generated token
+  int32_t n_gen = 0;        // tokens generated (sampled)
+  double decode_ms = 0;     // from the first sampled token to the last
+  double decode_tps = 0;    // single-token decode steps per second in that span; 0 if none
+  int64_t peak_rss_bytes = 0;  // process peak resident set (VmHWM) at the end
+  int32_t n_threads = 0;
+  int32_t n_ctx = 0;
+  int32_t n_batch = 0;
+  bool prompt_truncated = false;
+};
+
+struct Generation {
+  std::string text;
+  FinishReason finish_reason = FinishReason::kNone;
+  Stats stats;
+};
+
+class Session {
+ public:
+  // Creates a context over `model`, which must outlive the Session.
+  static Result<std::unique_ptr<Session>> Create(const Model& model,
+                                                 const SessionOptions& options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Generates a continuation of `prompt`. Each call starts from an empty KV cache.
+  // Cancellation is not an error: the partial Generation comes back with reason kCancelled.
+  Result<Generation> Generate(std::string_view prompt, const GenerateOptions& options = {},
+                              const TextSink& sink = {});
+
+  // Stops the generation in flight, from any thread: a running prefill chunk is aborted
+  // through llama.cpp's abort callback, decode stops before the next token. A call while
+  // nothing runs has no effect. The session stays usable.
+  void Cancel();
+
+  // Frees the KV cache and compute buffers now (the context is rebuilt on the next
+  // Generate). Use it after a generation to give memory back without dropping the model.
+  void ReleaseKv();
+  bool kv_allocated() const;
+
+  int32_t n_ctx() const;
+  int32_t n_threads() const;
+  int32_t n_batch() const;
+  double warmup_ms() const;
+  // Formats `user` (and an optional system prompt) with the model's chat template.
+  Result<std::string> FormatChat(std::string_view user, std::string_view system = {}) const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Physical CPU cores of this machine (distinct core ids), at least 1.
+int32_t physical_cores();
+// Current and peak resident set size of this process in bytes (from /proc/self/status).
+int64_t current_rss_bytes();
+int64_t peak_rss_bytes();
+
+}  // namespace edgellm

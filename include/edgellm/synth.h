@@ -1,0 +1,43 @@
+// Synthetic fixture models: deterministic random weights at a real architecture's
+// exact shapes, with a real tokenizer. For tests, benchmarks, and for users who want
+// to know whether a model of that shape fits and how fast it runs before downloading it.
+//
+// Thread safety: synth_model() may run concurrently for different outputs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "edgellm/status.h"
+
+namespace edgellm {
+
+struct SynthPreset {
+  std::string name;
+  int32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx_train;
+  bool tied_embeddings;  // no output.weight: logits reuse token_embd (as Qwen2.5 <= 3B)
+  float rope_freq_base;
+};
+
+// The built-in presets: tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b.
+const std::vector<SynthPreset>& synth_presets();
+Result<SynthPreset> find_synth_preset(const std::string& name);
+
+struct SynthOptions {
+  std::string preset;        // a name from synth_presets(); required
+  std::string type = "Q4_K_M";  // F32, F16, Q8_0, Q4_0, Q4_K_M, ... Default Q4_K_M
+  std::string output;        // path of the GGUF to write; required. Written atomically.
+  uint64_t seed = 1;         // same preset + type + seed -> same weights. Default 1
+  // A GGUF holding the tokenizer (llama.cpp's models/ggml-vocab-qwen2.gguf). Required.
+  std::string vocab_path;
+  int32_t n_threads = -1;    // quantization threads; -1 = physical cores
+  // Called with a stage ("weights", "quantize") and its progress in [0, 1].
+  // Return false to cancel (kCancelled; nothing is left at `output`).
+  std::function<bool(const char* stage, float progress)> on_progress;
+};
+
+Status synth_model(const SynthOptions& options);
+
+}  // namespace edgellm

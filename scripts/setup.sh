@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine (as root) and builds edgellm.
+#   scripts/setup.sh            build everything (library, CLI, tests, bench, llama.cpp references)
+#   scripts/setup.sh TARGET...  build only these CMake targets (e.g. edgellm_cli)
+# Idempotent and incremental: packages already present are skipped, llama.cpp is fetched once,
+# and ccache keeps rebuilds short.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+pkgs=(build-essential cmake ninja-build ccache git ca-certificates openssl
+      libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
+      libcurl4-openssl-dev libssl-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  step "installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: need root to install ${missing[*]} (run as root or install them first)" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+step "fetching llama.cpp (pinned in deps/llama.cpp.lock)"
+bash scripts/fetch_llama.sh
+
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+jobs="${EDGELLM_JOBS:-$(nproc)}"
+if [ ! -f build/build.ninja ]; then
+  step "configuring build/"
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+step "building ${*:-everything} (first build compiles llama.cpp: several minutes on 2 cores)"
+if [ $# -gt 0 ]; then
+  cmake --build build -j "$jobs" --target "$@"
+else
+  cmake --build build -j "$jobs"
+fi

@@ -1,0 +1,93 @@
+#include "engine/llama_glue.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <mutex>
+
+namespace edgellm::engine {
+namespace {
+
+std::atomic<bool> g_verbose{false};
+thread_local std::string t_errors;
+
+void log_callback(ggml_log_level level, const char* text, void* /*user*/) {
+  if (g_verbose.load(std::memory_order_relaxed)) std::fputs(text, stderr);
+  if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN ||
+      (level == GGML_LOG_LEVEL_CONT && !t_errors.empty())) {
+    if (t_errors.size() < 4096) t_errors += text;
+  }
+}
+
+struct FtypeName {
+  llama_ftype type;
+  const char* name;
+};
+constexpr FtypeName kFtypes[] = {
+    {LLAMA_FTYPE_ALL_F32, "F32"},         {LLAMA_FTYPE_MOSTLY_F16, "F16"},
+    {LLAMA_FTYPE_MOSTLY_BF16, "BF16"},    {LLAMA_FTYPE_MOSTLY_Q8_0, "Q8_0"},
+    {LLAMA_FTYPE_MOSTLY_Q4_0, "Q4_0"},    {LLAMA_FTYPE_MOSTLY_Q4_1, "Q4_1"},
+    {LLAMA_FTYPE_MOSTLY_Q5_0, "Q5_0"},    {LLAMA_FTYPE_MOSTLY_Q5_1, "Q5_1"},
+    {LLAMA_FTYPE_MOSTLY_Q2_K, "Q2_K"},    {LLAMA_FTYPE_MOSTLY_Q3_K_S, "Q3_K_S"},
+    {LLAMA_FTYPE_MOSTLY_Q3_K_M, "Q3_K_M"}, {LLAMA_FTYPE_MOSTLY_Q3_K_L, "Q3_K_L"},
+    {LLAMA_FTYPE_MOSTLY_Q4_K_S, "Q4_K_S"}, {LLAMA_FTYPE_MOSTLY_Q4_K_M, "Q4_K_M"},
+    {LLAMA_FTYPE_MOSTLY_Q5_K_S, "Q5_K_S"}, {LLAMA_FTYPE_MOSTLY_Q5_K_M, "Q5_K_M"},
+    {LLAMA_FTYPE_MOSTLY_Q6_K, "Q6_K"},    {LLAMA_FTYPE_MOSTLY_IQ4_NL, "IQ4_NL"},
+    {LLAMA_FTYPE_MOSTLY_IQ4_XS, "IQ4_XS"},
+};
+
+}  // namespace
+
+void ensure_backend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(log_callback, nullptr);
+    llama_backend_init();
+  });
+}
+
+void set_llama_verbose(bool verbose) { g_verbose.store(verbose); }
+
+std::string take_llama_errors() {
+  std::string out;
+  out.swap(t_errors);
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  return out;
+}
+
+const char* ftype_name(int ftype) {
+  for (const auto& f : kFtypes) {
+    if (static_cast<int>(f.type) == ftype) return f.name;
+  }
+  return "unknown";
+}
+
+bool ftype_from_name(const std::string& name, llama_ftype* out) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  for (const auto& f : kFtypes) {
+    if (upper == f.name) {
+      *out = f.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* vocab_type_name(enum llama_vocab_type type) {
+  switch (type) {
+    case LLAMA_VOCAB_TYPE_NONE: return "none";
+    case LLAMA_VOCAB_TYPE_SPM: return "spm";
+    case LLAMA_VOCAB_TYPE_BPE: return "bpe";
+    case LLAMA_VOCAB_TYPE_WPM: return "wpm";
+    case LLAMA_VOCAB_TYPE_UGM: return "ugm";
+    case LLAMA_VOCAB_TYPE_RWKV: return "rwkv";
+    case LLAMA_VOCAB_TYPE_PLAMO2: return "plamo2";
+  }
+  return "unknown";
+}
+
+}  // namespace edgellm::engine

@@ -1,0 +1,155 @@
+#include <chrono>
+#include <exception>
+#include <vector>
+
+#include "core/sys.h"
+#include "engine/llama_glue.h"
+#include "engine/model_impl.h"
+
+namespace edgellm {
+namespace {
+
+std::string meta_str(const llama_model* m, const char* key) {
+  char buf[256];
+  const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
+  return n < 0 ? std::string() : std::string(buf);
+}
+
+struct ProgressCtx {
+  const std::function<bool(float)>* cb;
+  bool cancelled = false;
+};
+
+bool progress_trampoline(float p, void* user) {
+  auto* ctx = static_cast<ProgressCtx*>(user);
+  bool go = true;
+  try {
+    go = (*ctx->cb)(p);
+  } catch (...) {
+    go = false;
+  }
+  if (!go) ctx->cancelled = true;
+  return go;
+}
+
+void fill_info(const llama_model* m, const llama_vocab* v, ModelInfo* info) {
+  info->arch = meta_str(m, "general.architecture");
+  info->name = meta_str(m, "general.name");
+  char desc[256];
+  llama_model_desc(m, desc, sizeof(desc));
+  info->description = desc;
+  const std::string ft = meta_str(m, "general.file_type");
+  info->quant = ft.empty() ? "unknown" : engine::ftype_name(std::atoi(ft.c_str()));
+  info->n_params = llama_model_n_params(m);
+  info->weights_bytes = llama_model_size(m);
+  info->n_layer = llama_model_n_layer(m);
+  info->n_embd = llama_model_n_embd(m);
+  info->n_head = llama_model_n_head(m);
+  info->n_head_kv = llama_model_n_head_kv(m);
+  info->n_ctx_train = llama_model_n_ctx_train(m);
+  info->n_vocab = llama_vocab_n_tokens(v);
+  info->vocab_type = engine::vocab_type_name(llama_vocab_type(v));
+  info->has_chat_template = llama_model_chat_template(m, nullptr) != nullptr;
+}
+
+}  // namespace
+
+const char* load_mode_name(LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAuto: return "auto";
+    case LoadMode::kMmap: return "mmap";
+    case LoadMode::kRead: return "read";
+  }
+  return "unknown";
+}
+
+Model::Impl::~Impl() {
+  if (model) llama_model_free(model);
+}
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return impl_->info; }
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t file_bytes = 0;
+  EDGELLM_RETURN_IF_ERROR(precheck_gguf(path, &file_bytes));
+  engine::ensure_backend();
+  engine::set_llama_verbose(options.verbose);
+  engine::take_llama_errors();
+
+  LoadMode mode = options.mode;
+  if (mode == LoadMode::kAuto) {
+    mode = file_bytes < options.mmap_threshold_bytes ? LoadMode::kMmap : LoadMode::kRead;
+  }
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  mp.load_mode = mode == LoadMode::kMmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  ProgressCtx pctx{&options.on_progress};
+  if (options.on_progress) {
+    mp.progress_callback = progress_trampoline;
+    mp.progress_callback_user_data = &pctx;
+  }
+
+  auto impl = std::make_unique<Impl>();
+  try {
+    impl->model = llama_model_load_from_file(path.c_str(), mp);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("llama.cpp threw while loading ") + path + ": " + e.what());
+  }
+  if (pctx.cancelled) {
+    return Status::Cancelled("model load of " + path + " cancelled by the progress callback");
+  }
+  if (!impl->model) {
+    const std::string why = engine::take_llama_errors();
+    return Status::CorruptData("llama.cpp could not load " + path +
+                               (why.empty() ? std::string() : ": " + why) +
+                               ": check that the file is a complete GGUF model of a supported "
+                               "architecture");
+  }
+  impl->vocab = llama_model_get_vocab(impl->model);
+  impl->info.path = path;
+  impl->info.file_bytes = file_bytes;
+  impl->info.load_mode = mode;
+  fill_info(impl->model, impl->vocab, &impl->info);
+  impl->info.load_ms = ms_since(t0);
+  return std::unique_ptr<Model>(new Model(std::move(impl)));
+}
+
+Result<std::vector<int32_t>> Model::Tokenize(std::string_view text, bool add_special) const {
+  return tokenize(impl_->vocab, text, add_special, /*parse_special=*/false);
+}
+
+std::string Model::TokenBytes(int32_t token) const { return token_bytes(impl_->vocab, token); }
+
+Result<std::vector<int32_t>> tokenize(const llama_vocab* vocab, std::string_view text,
+                                      bool add_special, bool parse_special) {
+  if (text.size() > static_cast<size_t>(INT32_MAX) / 2) {
+    return Status::InvalidArgument("text too long to tokenize (" + std::to_string(text.size()) +
+                                   " bytes)");
+  }
+  std::vector<llama_token> tokens(text.size() + 8);
+  int32_t n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                             static_cast<int32_t>(tokens.size()), add_special, parse_special);
+  if (n < 0) {
+    tokens.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                       static_cast<int32_t>(tokens.size()), add_special, parse_special);
+  }
+  if (n < 0) return Status::Internal("tokenization failed");
+  tokens.resize(static_cast<size_t>(n));
+  return std::vector<int32_t>(tokens.begin(), tokens.end());
+}
+
+std::string token_bytes(const llama_vocab* vocab, int32_t token) {
+  char buf[128];
+  int32_t n = llama_token_to_piece(vocab, token, buf, sizeof(buf), 0, /*special=*/false);
+  if (n >= 0) return std::string(buf, static_cast<size_t>(n));
+  std::string big(static_cast<size_t>(-n), '\0');
+  n = llama_token_to_piece(vocab, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  return n < 0 ? std::string() : big.substr(0, static_cast<size_t>(n));
+}
+
+}  // namespace edgellm

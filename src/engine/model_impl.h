@@ -1,0 +1,28 @@
+// Internals of Model shared with Session (engine-private).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "edgellm/model.h"
+#include "llama.h"
+
+namespace edgellm {
+
+struct Model::Impl {
+  llama_model* model = nullptr;
+  const llama_vocab* vocab = nullptr;
+  ModelInfo info;
+  ~Impl();
+};
+
+// Checks a file before llama.cpp sees it: exists, regular, non-empty, GGUF magic and
+// version, a parseable header, and tensor data that lies inside the file.
+Status precheck_gguf(const std::string& path, uint64_t* file_bytes);
+
+Result<std::vector<int32_t>> tokenize(const llama_vocab* vocab, std::string_view text,
+                                      bool add_special, bool parse_special);
+std::string token_bytes(const llama_vocab* vocab, int32_t token);
+
+}  // namespace edgellm

@@ -1,0 +1,188 @@
+#include <malloc.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "core/sys.h"
+#include "engine/llama_glue.h"
+#include "engine/session_impl.h"
+
+namespace edgellm {
+namespace {
+
+bool abort_trampoline(void* data) {
+  return static_cast<std::atomic<bool>*>(data)->load(std::memory_order_relaxed);
+}
+
+Status resolve_options(const ModelInfo& info, SessionOptions* o) {
+  if (o->n_ctx == -1) o->n_ctx = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 2048, 2048);
+  if (o->n_ctx < 1) {
+    return Status::InvalidArgument("n_ctx is " + std::to_string(o->n_ctx) +
+                                   ": use a positive context length (e.g. 1024) or -1 for auto");
+  }
+  if (info.n_ctx_train > 0 && o->n_ctx > info.n_ctx_train) {
+    return Status::InvalidArgument("n_ctx " + std::to_string(o->n_ctx) + " exceeds the " +
+                                   std::to_string(info.n_ctx_train) +
+                                   " tokens the model was trained for: use a smaller --ctx");
+  }
+  if (o->n_ctx < 16) {
+    return Status::InvalidArgument("n_ctx " + std::to_string(o->n_ctx) +
+                                   " is too small to hold a prompt and an answer: use >= 16");
+  }
+  const int32_t cores = physical_cores();
+  if (o->n_threads == -1) o->n_threads = cores;
+  if (o->n_threads < 1) {
+    return Status::InvalidArgument("n_threads is " + std::to_string(o->n_threads) +
+                                   ": use a positive thread count or -1 for auto (" +
+                                   std::to_string(cores) + " physical cores here)");
+  }
+  if (o->n_threads > cores) o->n_threads = cores;  // more threads than cores only slows decode
+  if (o->n_batch < 1) {
+    return Status::InvalidArgument("n_batch is " + std::to_string(o->n_batch) +
+                                   ": use a positive batch size (default 512)");
+  }
+  if (o->n_batch > o->n_ctx) o->n_batch = o->n_ctx;
+  return Status::Ok();
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kContextFull: return "context_full";
+  }
+  return "unknown";
+}
+
+Session::Impl::~Impl() {
+  if (ctx) llama_free(ctx);
+}
+
+Status Session::Impl::EnsureContext() {
+  if (ctx) return Status::Ok();
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(options.n_ctx);
+  cp.n_batch = static_cast<uint32_t>(options.n_batch);
+  cp.n_ubatch = static_cast<uint32_t>(options.n_batch);
+  cp.n_seq_max = 1;
+  cp.n_threads = options.n_threads;
+  cp.n_threads_batch = options.n_threads;
+  cp.no_perf = true;
+  cp.abort_callback = abort_trampoline;
+  cp.abort_callback_data = &cancel;
+  engine::take_llama_errors();
+  try {
+    ctx = llama_init_from_model(model->model, cp);
+  } catch (const std::exception& e) {
+    ctx = nullptr;
+  }
+  if (!ctx) {
+    const std::string why = engine::take_llama_errors();
+    return Status::ResourceExhausted(
+        "could not create an inference context (n_ctx " + std::to_string(options.n_ctx) +
+        ", n_batch " + std::to_string(options.n_batch) + ")" + (why.empty() ? "" : ": " + why) +
+        ": use a smaller --ctx or --batch");
+  }
+  return Status::Ok();
+}
+
+// A few tokens of prefill plus one decode step touch every weight page and size the
+// compute buffers, so the first real request does not pay for it.
+Status Session::Impl::Warmup() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<llama_token> toks;
+  const llama_token bos = llama_vocab_bos(model->vocab);
+  const llama_token eos = llama_vocab_eos(model->vocab);
+  toks.push_back(bos != LLAMA_TOKEN_NULL ? bos : (eos != LLAMA_TOKEN_NULL ? eos : 0));
+  Result<std::vector<int32_t>> hello = tokenize(model->vocab, "Hello", false, false);
+  if (hello.ok()) toks.insert(toks.end(), hello->begin(), hello->end());
+  if (static_cast<int32_t>(toks.size()) > options.n_batch) toks.resize(1);
+  int32_t rc = llama_decode(ctx, llama_batch_get_one(toks.data(), static_cast<int32_t>(toks.size())));
+  if (rc == 0) {
+    llama_token next = toks.back();
+    rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
+  }
+  llama_memory_clear(llama_get_memory(ctx), true);
+  llama_synchronize(ctx);
+  warmup_ms = ms_since(t0);
+  if (rc != 0) {
+    return Status::Internal("warm-up decode failed (llama_decode returned " + std::to_string(rc) +
+                            ")");
+  }
+  return Status::Ok();
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::Create(const Model& model,
+                                                 const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->model = model.impl();
+  impl->options = options;
+  EDGELLM_RETURN_IF_ERROR(resolve_options(model.info(), &impl->options));
+  EDGELLM_RETURN_IF_ERROR(impl->EnsureContext());
+  if (impl->options.warmup) EDGELLM_RETURN_IF_ERROR(impl->Warmup());
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Result<Generation> Session::Generate(std::string_view prompt, const GenerateOptions& options,
+                                     const TextSink& sink) {
+  try {
+    return impl_->Generate(prompt, options, sink);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("generation failed: ") + e.what());
+  }
+}
+
+void Session::Cancel() { impl_->cancel.store(true); }
+
+void Session::ReleaseKv() {
+  if (!impl_->ctx) return;
+  llama_free(impl_->ctx);
+  impl_->ctx = nullptr;
+  malloc_trim(0);  // hand freed heap pages back to the system now, not at some later free
+}
+
+bool Session::kv_allocated() const { return impl_->ctx != nullptr; }
+int32_t Session::n_ctx() const { return impl_->options.n_ctx; }
+int32_t Session::n_threads() const { return impl_->options.n_threads; }
+int32_t Session::n_batch() const { return impl_->options.n_batch; }
+double Session::warmup_ms() const { return impl_->warmup_ms; }
+
+Result<std::string> Session::FormatChat(std::string_view user, std::string_view system) const {
+  return format_chat(impl_->model->model, user, system);
+}
+
+Result<std::string> format_chat(const llama_model* model, std::string_view user,
+                                std::string_view system) {
+  const char* tmpl = llama_model_chat_template(model, nullptr);
+  if (!tmpl) {
+    return Status::InvalidArgument(
+        "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
+  }
+  const std::string u(user), s(system);
+  std::vector<llama_chat_message> msgs;
+  if (!s.empty()) msgs.push_back({"system", s.c_str()});
+  msgs.push_back({"user", u.c_str()});
+  std::vector<char> buf(u.size() + s.size() + 256);
+  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(),
+                                        static_cast<int32_t>(buf.size()));
+  if (n > static_cast<int32_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(n));
+    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(),
+                                  static_cast<int32_t>(buf.size()));
+  }
+  if (n < 0) {
+    return Status::InvalidArgument(
+        "the model's chat template is not one llama.cpp recognizes: use plain-prompt mode");
+  }
+  return std::string(buf.data(), static_cast<size_t>(n));
+}
+
+}  // namespace edgellm

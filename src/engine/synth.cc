@@ -1,0 +1,303 @@
+// synth_model: writes a GGUF with random weights at a preset's shapes, then quantizes it
+// through libllama (llama_model_quantize) when a quantized type is asked for.
+#include "edgellm/synth.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/sys.h"
+#include "edgellm/session.h"
+#include "engine/llama_glue.h"
+#include "ggml.h"
+#include "gguf.h"
+
+namespace edgellm {
+namespace {
+
+struct GgufFree {
+  void operator()(gguf_context* g) const { gguf_free(g); }
+};
+struct GgmlFree {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+struct FileClose {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+using GgufPtr = std::unique_ptr<gguf_context, GgufFree>;
+
+constexpr int32_t kTokenTypeUnused = 5;  // llama_token_type LLAMA_TOKEN_TYPE_UNUSED
+
+// splitmix64: a fast, well-mixed generator; one stream per tensor keeps output stable.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
+};
+
+uint64_t hash_name(const char* s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (; *s; ++s) h = (h ^ static_cast<uint8_t>(*s)) * 1099511628211ull;
+  return h;
+}
+
+struct TensorSpec {
+  std::string name;
+  int64_t ne0, ne1;  // ne1 == 1 for vectors
+  enum Init { kWeight, kOnes, kBias } init;
+};
+
+std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
+  const int64_t head_dim = p.n_embd / p.n_head;
+  const int64_t n_embd_kv = head_dim * p.n_head_kv;
+  std::vector<TensorSpec> t;
+  t.push_back({"token_embd.weight", p.n_embd, p.n_vocab, TensorSpec::kWeight});
+  t.push_back({"output_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
+  if (!p.tied_embeddings) t.push_back({"output.weight", p.n_embd, p.n_vocab, TensorSpec::kWeight});
+  for (int i = 0; i < p.n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    t.push_back({b + "attn_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
+    t.push_back({b + "attn_q.weight", p.n_embd, p.n_embd, TensorSpec::kWeight});
+    t.push_back({b + "attn_q.bias", p.n_embd, 1, TensorSpec::kBias});
+    t.push_back({b + "attn_k.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
+    t.push_back({b + "attn_k.bias", n_embd_kv, 1, TensorSpec::kBias});
+    t.push_back({b + "attn_v.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
+    t.push_back({b + "attn_v.bias", n_embd_kv, 1, TensorSpec::kBias});
+    t.push_back({b + "attn_output.weight", p.n_embd, p.n_embd, TensorSpec::kWeight});
+    t.push_back({b + "ffn_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
+    t.push_back({b + "ffn_gate.weight", p.n_embd, p.n_ff, TensorSpec::kWeight});
+    t.push_back({b + "ffn_up.weight", p.n_embd, p.n_ff, TensorSpec::kWeight});
+    t.push_back({b + "ffn_down.weight", p.n_ff, p.n_embd, TensorSpec::kWeight});
+  }
+  return t;
+}
+
+// Copies the tokenizer from `vocab` into `out`, padding the token list to n_vocab with
+// unused "[PADn]" tokens as llama.cpp's converter does for Qwen2.
+Status copy_tokenizer(const gguf_context* vocab, int32_t n_vocab, gguf_context* out) {
+  for (int64_t i = 0; i < gguf_get_n_kv(vocab); ++i) {
+    const std::string key = gguf_get_key(vocab, i);
+    if (key.rfind("tokenizer.", 0) != 0) continue;
+    const gguf_type type = gguf_get_kv_type(vocab, i);
+    if (type == GGUF_TYPE_STRING) {
+      gguf_set_val_str(out, key.c_str(), gguf_get_val_str(vocab, i));
+    } else if (type == GGUF_TYPE_UINT32) {
+      gguf_set_val_u32(out, key.c_str(), gguf_get_val_u32(vocab, i));
+    } else if (type == GGUF_TYPE_INT32) {
+      gguf_set_val_i32(out, key.c_str(), gguf_get_val_i32(vocab, i));
+    } else if (type == GGUF_TYPE_BOOL) {
+      gguf_set_val_bool(out, key.c_str(), gguf_get_val_bool(vocab, i));
+    } else if (type == GGUF_TYPE_ARRAY && key != "tokenizer.ggml.tokens" &&
+               key != "tokenizer.ggml.token_type") {
+      const gguf_type at = gguf_get_arr_type(vocab, i);
+      const size_t n = gguf_get_arr_n(vocab, i);
+      if (at == GGUF_TYPE_STRING) {
+        std::vector<const char*> strs(n);
+        for (size_t j = 0; j < n; ++j) strs[j] = gguf_get_arr_str(vocab, i, j);
+        gguf_set_arr_str(out, key.c_str(), strs.data(), n);
+      } else {
+        gguf_set_arr_data(out, key.c_str(), at, gguf_get_arr_data(vocab, i), n);
+      }
+    }
+  }
+  const int64_t tok_id = gguf_find_key(vocab, "tokenizer.ggml.tokens");
+  const int64_t type_id = gguf_find_key(vocab, "tokenizer.ggml.token_type");
+  if (tok_id < 0 || type_id < 0) {
+    return Status::CorruptData("vocabulary file has no tokenizer.ggml.tokens/token_type");
+  }
+  const size_t n_tok = gguf_get_arr_n(vocab, tok_id);
+  if (n_tok > static_cast<size_t>(n_vocab) || gguf_get_arr_n(vocab, type_id) != n_tok) {
+    return Status::InvalidArgument("vocabulary has " + std::to_string(n_tok) +
+                                   " tokens, more than the preset's n_vocab " +
+                                   std::to_string(n_vocab));
+  }
+  std::vector<std::string> pads;
+  std::vector<const char*> toks(static_cast<size_t>(n_vocab));
+  std::vector<int32_t> types(static_cast<size_t>(n_vocab), kTokenTypeUnused);
+  const auto* src_types = static_cast<const int32_t*>(gguf_get_arr_data(vocab, type_id));
+  for (size_t j = 0; j < n_tok; ++j) {
+    toks[j] = gguf_get_arr_str(vocab, tok_id, j);
+    types[j] = src_types[j];
+  }
+  pads.reserve(static_cast<size_t>(n_vocab) - n_tok);
+  for (size_t j = n_tok; j < static_cast<size_t>(n_vocab); ++j) {
+    pads.push_back("[PAD" + std::to_string(j) + "]");
+    toks[j] = pads.back().c_str();
+  }
+  gguf_set_arr_str(out, "tokenizer.ggml.tokens", toks.data(), toks.size());
+  gguf_set_arr_data(out, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types.data(), types.size());
+  return Status::Ok();
+}
+
+void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_context* out) {
+  gguf_set_val_str(out, "general.architecture", "qwen2");
+  gguf_set_val_str(out, "general.name", ("edgellm-synth-" + p.name).c_str());
+  gguf_set_val_u32(out, "general.file_type", f32 ? LLAMA_FTYPE_ALL_F32 : LLAMA_FTYPE_MOSTLY_F16);
+  gguf_set_val_u32(out, "qwen2.context_length", static_cast<uint32_t>(p.n_ctx_train));
+  gguf_set_val_u32(out, "qwen2.embedding_length", static_cast<uint32_t>(p.n_embd));
+  gguf_set_val_u32(out, "qwen2.block_count", static_cast<uint32_t>(p.n_layer));
+  gguf_set_val_u32(out, "qwen2.feed_forward_length", static_cast<uint32_t>(p.n_ff));
+  gguf_set_val_u32(out, "qwen2.attention.head_count", static_cast<uint32_t>(p.n_head));
+  gguf_set_val_u32(out, "qwen2.attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
+  gguf_set_val_f32(out, "qwen2.rope.freq_base", p.rope_freq_base);
+  gguf_set_val_f32(out, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  gguf_set_val_str(out, "edgellm.synth.preset", p.name.c_str());
+  gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
+}
+
+void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, int64_t n) {
+  if (t.init == TensorSpec::kOnes) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f;
+    return;
+  }
+  // Uniform with std 0.02 (the usual init scale); a fresh stream per tensor and chunk.
+  const float a = 0.02f * std::sqrt(3.0f);
+  Rng rng{hash_name(t.name.c_str(), seed) + static_cast<uint64_t>(first)};
+  for (int64_t i = 0; i < n; ++i) dst[i] = (rng.uniform() * 2.0f - 1.0f) * a;
+}
+
+// Writes the unquantized (F16 or F32) model to `path`.
+Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, const std::string& path) {
+  engine::ensure_backend();
+  gguf_init_params vp{/*no_alloc=*/true, /*ctx=*/nullptr};
+  GgufPtr vocab(gguf_init_from_file(o.vocab_path.c_str(), vp));
+  if (!vocab) {
+    return Status::NotFound("cannot read the vocabulary GGUF " + o.vocab_path +
+                            ": run scripts/setup.sh (it fetches llama.cpp's models/) or pass --vocab");
+  }
+  GgufPtr out(gguf_init_empty());
+  EDGELLM_RETURN_IF_ERROR(copy_tokenizer(vocab.get(), p.n_vocab, out.get()));
+  set_hparams(p, o, f32, out.get());
+
+  const std::vector<TensorSpec> specs = tensor_specs(p);
+  ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, /*no_alloc=*/true};
+  std::unique_ptr<ggml_context, GgmlFree> gctx(ggml_init(ip));
+  std::vector<ggml_tensor*> tensors;
+  uint64_t total = 0;
+  for (const TensorSpec& s : specs) {
+    const bool vec = s.ne1 == 1;
+    const ggml_type type = (vec || f32) ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    ggml_tensor* t = vec ? ggml_new_tensor_1d(gctx.get(), type, s.ne0)
+                         : ggml_new_tensor_2d(gctx.get(), type, s.ne0, s.ne1);
+    ggml_set_name(t, s.name.c_str());
+    gguf_add_tensor(out.get(), t);
+    tensors.push_back(t);
+    total += ggml_nbytes(t);
+  }
+
+  std::unique_ptr<FILE, FileClose> f(std::fopen(path.c_str(), "wb"));
+  if (!f) return Status::Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  std::vector<uint8_t> meta(gguf_get_meta_size(out.get()));
+  gguf_get_meta_data(out.get(), meta.data());
+  bool ok = std::fwrite(meta.data(), 1, meta.size(), f.get()) == meta.size();
+
+  const size_t align = gguf_get_alignment(out.get());
+  constexpr int64_t kChunk = 1 << 20;
+  std::vector<float> vals(kChunk);
+  std::vector<ggml_fp16_t> halfs(kChunk);
+  const char zeros[64] = {};
+  uint64_t written = 0;
+  for (size_t i = 0; ok && i < specs.size(); ++i) {
+    const int64_t n = ggml_nelements(tensors[i]);
+    const bool is_f32 = tensors[i]->type == GGML_TYPE_F32;
+    for (int64_t off = 0; ok && off < n; off += kChunk) {
+      const int64_t m = std::min(kChunk, n - off);
+      fill_values(specs[i], o.seed, off, vals.data(), m);
+      if (is_f32) {
+        ok = std::fwrite(vals.data(), sizeof(float), m, f.get()) == static_cast<size_t>(m);
+      } else {
+        ggml_fp32_to_fp16_row(vals.data(), halfs.data(), m);
+        ok = std::fwrite(halfs.data(), sizeof(ggml_fp16_t), m, f.get()) == static_cast<size_t>(m);
+      }
+      written += static_cast<uint64_t>(m) * (is_f32 ? 4 : 2);
+      if (o.on_progress && !o.on_progress("weights", static_cast<float>(written) / total)) {
+        return Status::Cancelled("synth cancelled");
+      }
+    }
+    const size_t nbytes = ggml_nbytes(tensors[i]);
+    const size_t pad = (align - nbytes % align) % align;
+    if (ok && pad) ok = std::fwrite(zeros, 1, pad, f.get()) == pad;
+  }
+  if (ok) ok = std::fflush(f.get()) == 0;
+  if (!ok) {
+    return Status::ResourceExhausted("writing " + path + " failed (" + std::strerror(errno) +
+                                     "): check free disk space (" + std::to_string(total >> 20) +
+                                     " MiB needed)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<SynthPreset>& synth_presets() {
+  // Shapes from the models' published config.json files.
+  static const std::vector<SynthPreset> kPresets = {
+      {"tiny", 2, 256, 4, 2, 512, 151936, 32768, true, 1e6f},
+      {"qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936, 32768, true, 1e6f},
+      {"qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936, 32768, true, 1e6f},
+      {"qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936, 32768, true, 1e6f},
+      {"qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, false, 1e6f},
+  };
+  return kPresets;
+}
+
+Result<SynthPreset> find_synth_preset(const std::string& name) {
+  std::string names;
+  for (const SynthPreset& p : synth_presets()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  return Status::InvalidArgument("unknown preset '" + name + "': choose one of " + names);
+}
+
+Status synth_model(const SynthOptions& o) {
+  Result<SynthPreset> preset = find_synth_preset(o.preset);
+  if (!preset.ok()) return preset.status();
+  if (o.output.empty()) return Status::InvalidArgument("no output path: pass -o FILE.gguf");
+  llama_ftype ftype;
+  if (!engine::ftype_from_name(o.type, &ftype)) {
+    return Status::InvalidArgument("unknown type '" + o.type +
+                                   "': use F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0, ...");
+  }
+  const bool base_only = ftype == LLAMA_FTYPE_ALL_F32 || ftype == LLAMA_FTYPE_MOSTLY_F16;
+  // Unique temporaries: concurrent writers of the same output never share a partial file.
+  const std::string suffix = ".partial." + std::to_string(::getpid());
+  const std::string tmp_out = o.output + suffix;
+  const std::string tmp_base = o.output + ".base" + suffix;
+  const std::string base = base_only ? tmp_out : tmp_base;
+  Status st = write_base(*preset, o, ftype == LLAMA_FTYPE_ALL_F32, base);
+  if (st.ok() && !base_only) {
+    if (o.on_progress && !o.on_progress("quantize", 0.0f)) st = Status::Cancelled("synth cancelled");
+    if (st.ok()) {
+      llama_model_quantize_params qp = llama_model_quantize_default_params();
+      qp.ftype = ftype;
+      qp.nthread = o.n_threads > 0 ? o.n_threads : physical_cores();
+      engine::take_llama_errors();
+      if (llama_model_quantize(base.c_str(), tmp_out.c_str(), &qp) != 0) {
+        st = Status::Internal("llama_model_quantize to " + o.type + " failed: " +
+                              engine::take_llama_errors());
+      } else if (o.on_progress) {
+        o.on_progress("quantize", 1.0f);
+      }
+    }
+    std::remove(tmp_base.c_str());
+  }
+  if (st.ok() && std::rename(tmp_out.c_str(), o.output.c_str()) != 0) {
+    st = Status::Unavailable("cannot move the model into place at " + o.output + ": " +
+                             std::strerror(errno));
+  }
+  if (!st.ok()) std::remove(tmp_out.c_str());
+  return st;
+}
+
+}  // namespace edgellm

@@ -1,0 +1,98 @@
+// The edgellm binary as a user runs it: exit codes, stdout/stderr split, --json, --help.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "testutil/fixtures.h"
+
+namespace {
+
+struct CliRun {
+  int rc;
+  std::string out, err;
+};
+
+CliRun Cli(const std::string& args) {
+  const std::string err_path = testutil::fixture_dir() + "/cli-stderr-" + std::to_string(::getpid());
+  const std::string cmd = std::string(EDGELLM_CLI) + " " + args + " 2>" + err_path;
+  CliRun r{};
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = testutil::read_file(err_path);
+  std::remove(err_path.c_str());
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = testutil::synth_model("tiny", "Q8_0"); }
+  static inline std::string model_;
+};
+
+TEST_F(CliTest, RunJsonCarriesTextAndEveryStat) {
+  CliRun r = Cli("run -m " + model_ + " -p 'Hello there' -n 8 --temp 0 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"text", "n_prompt", "n_gen", "load_ms", "warmup_ms", "prefill_ms",
+                        "prefill_tps", "ttft_ms", "decode_tps", "peak_rss_bytes",
+                        "finish_reason"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["n_gen"], 8);
+  EXPECT_EQ(j["finish_reason"], "length");
+  EXPECT_GT(j["peak_rss_bytes"].get<int64_t>(), 0);
+  // Greedy: the same text as the streamed (non-JSON) run.
+  CliRun plain = Cli("run -m " + model_ + " -p 'Hello there' -n 8 --temp 0");
+  ASSERT_EQ(plain.rc, 0);
+  EXPECT_EQ(plain.out, j["text"].get<std::string>() + "\n");
+  EXPECT_NE(plain.err.find("[1/3 loading model]"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("[3/3 generating]"), std::string::npos);
+  EXPECT_NE(plain.err.find("decode"), std::string::npos);
+}
+
+TEST_F(CliTest, InfoJson) {
+  CliRun r = Cli("info " + model_ + " --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["arch"], "qwen2");
+  EXPECT_EQ(j["quant"], "Q8_0");
+  EXPECT_EQ(j["n_vocab"], 151936);
+}
+
+TEST_F(CliTest, ErrorsAreClearAndNonZero) {
+  CliRun missing = Cli("run -m /nonexistent/model.gguf -p hi");
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(missing.err.find("not_found"), std::string::npos) << missing.err;
+  CliRun threads = Cli("run -m " + model_ + " -p hi --threads 0");
+  EXPECT_EQ(threads.rc, 1);
+  EXPECT_NE(threads.err.find("n_threads"), std::string::npos) << threads.err;
+  CliRun ctx = Cli("run -m " + model_ + " -p hi --ctx -5");
+  EXPECT_EQ(ctx.rc, 1);
+  EXPECT_NE(ctx.err.find("n_ctx"), std::string::npos);
+  CliRun noprompt = Cli("run -m " + model_);
+  EXPECT_EQ(noprompt.rc, 1);
+  EXPECT_NE(noprompt.err.find("no prompt"), std::string::npos);
+  CliRun junk = Cli("run -m " + model_ + " -p hi --ctx lots");
+  EXPECT_NE(junk.rc, 0);
+  CliRun nosub = Cli("");
+  EXPECT_NE(nosub.rc, 0);
+}
+
+TEST_F(CliTest, HelpEverywhere) {
+  for (const char* sub : {"", "run ", "info ", "synth "}) {
+    CliRun r = Cli(std::string(sub) + "--help");
+    EXPECT_EQ(r.rc, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
+  }
+  CliRun list = Cli("synth --list");
+  EXPECT_EQ(list.rc, 0);
+  EXPECT_NE(list.out.find("qwen2.5-1.5b"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,91 @@
+// Bad model files give a clear Status, never a crash.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "edgellm/edgellm.h"
+#include "testutil/fixtures.h"
+
+namespace edgellm {
+namespace {
+
+Status LoadStatus(const std::string& path) {
+  auto m = Model::Load(path);
+  return m.ok() ? Status::Ok() : m.status();
+}
+
+class ModelLoadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testutil::scratch_dir("load");
+    good_ = testutil::synth_model("tiny", "Q8_0");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_, good_;
+};
+
+TEST_F(ModelLoadTest, MissingFile) {
+  Status st = LoadStatus(dir_ + "/nope.gguf");
+  EXPECT_EQ(st.code(), Code::kNotFound);
+  EXPECT_NE(st.message().find("nope.gguf"), std::string::npos);
+}
+
+TEST_F(ModelLoadTest, Directory) {
+  Status st = LoadStatus(dir_);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("directory"), std::string::npos);
+}
+
+TEST_F(ModelLoadTest, EmptyFile) {
+  testutil::write_file(dir_ + "/empty.gguf", "");
+  Status st = LoadStatus(dir_ + "/empty.gguf");
+  EXPECT_EQ(st.code(), Code::kCorruptData);
+  EXPECT_NE(st.message().find("empty"), std::string::npos);
+}
+
+TEST_F(ModelLoadTest, NotGguf) {
+  testutil::write_file(dir_ + "/x.gguf", "<html>404 Not Found</html>");
+  Status st = LoadStatus(dir_ + "/x.gguf");
+  EXPECT_EQ(st.code(), Code::kCorruptData);
+  EXPECT_NE(st.message().find("not a GGUF"), std::string::npos);
+}
+
+TEST_F(ModelLoadTest, WrongVersion) {
+  testutil::write_file(dir_ + "/v9.gguf", std::string("GGUF\x09\0\0\0", 8) + std::string(64, '\0'));
+  EXPECT_EQ(LoadStatus(dir_ + "/v9.gguf").code(), Code::kCorruptData);
+}
+
+TEST_F(ModelLoadTest, TruncatedAnywhereIsCorruptData) {
+  ASSERT_FALSE(good_.empty());
+  const std::string bytes = testutil::read_file(good_);
+  ASSERT_GT(bytes.size(), 1u << 20);
+  // Cuts inside the header, the KV section (tokenizer arrays), the tensor table and the data.
+  for (size_t cut : {size_t{6}, size_t{30}, size_t{4096}, size_t{1} << 20, bytes.size() / 2,
+                     bytes.size() - 1}) {
+    const std::string path = dir_ + "/cut.gguf";
+    testutil::write_file(path, bytes.substr(0, cut));
+    Status st = LoadStatus(path);
+    EXPECT_EQ(st.code(), Code::kCorruptData) << "cut at " << cut << ": " << st.ToString();
+  }
+}
+
+TEST_F(ModelLoadTest, ProgressCallbackCanCancel) {
+  LoadOptions lo;
+  int calls = 0;
+  lo.on_progress = [&](float) { return ++calls < 2; };
+  auto m = Model::Load(good_, lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kCancelled);
+  LoadOptions ok;
+  float last = 0;
+  ok.on_progress = [&](float p) {
+    EXPECT_GE(p, last);
+    last = p;
+    return true;
+  };
+  ASSERT_TRUE(Model::Load(good_, ok).ok());
+  EXPECT_FLOAT_EQ(last, 1.0f);
+}
+
+}  // namespace
+}  // namespace edgellm

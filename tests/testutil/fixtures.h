@@ -1,0 +1,20 @@
+// Test fixtures: synth models generated on first use and cached in the build tree.
+#pragma once
+
+#include <string>
+
+namespace testutil {
+
+// Path of a synth model (preset, type), created with seed 1 if missing. Aborts the
+// test (ADD_FAILURE + empty string) when generation fails.
+std::string synth_model(const std::string& preset, const std::string& type);
+// A fresh empty directory under the fixture dir for one test's scratch files.
+std::string scratch_dir(const std::string& name);
+// Writes `bytes` to `path`.
+void write_file(const std::string& path, const std::string& bytes);
+std::string read_file(const std::string& path);
+// The vocabulary GGUF synth uses.
+std::string vocab_path();
+std::string fixture_dir();
+
+}  // namespace testutil

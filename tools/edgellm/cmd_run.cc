@@ -1,0 +1,148 @@
+// edgellm run -m MODEL -p PROMPT ...: streams a generation, with staged progress and timings.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common.h"
+
+namespace cli {
+namespace {
+
+struct RunArgs {
+  std::string model, prompt, prompt_file, system, load_mode = "auto";
+  std::vector<std::string> stop;
+  edgellm::SessionOptions so;
+  edgellm::GenerateOptions go;
+  bool json = false, no_warmup = false, verbose = false, quiet = false;
+  int64_t seed = -1;
+};
+
+nlohmann::json result_json(const edgellm::Generation& g) {
+  const edgellm::Stats& s = g.stats;
+  return {{"text", g.text},
+          {"finish_reason", edgellm::finish_reason_name(g.finish_reason)},
+          {"n_prompt", s.n_prompt},
+          {"n_gen", s.n_gen},
+          {"load_ms", s.load_ms},
+          {"warmup_ms", s.warmup_ms},
+          {"prefill_ms", s.prefill_ms},
+          {"prefill_tps", s.prefill_tps},
+          {"ttft_ms", s.ttft_ms},
+          {"decode_ms", s.decode_ms},
+          {"decode_tps", s.decode_tps},
+          {"peak_rss_bytes", s.peak_rss_bytes},
+          {"n_threads", s.n_threads},
+          {"n_ctx", s.n_ctx},
+          {"n_batch", s.n_batch},
+          {"prompt_truncated", s.prompt_truncated}};
+}
+
+int run(RunArgs& a) {
+  if (!a.prompt_file.empty()) {
+    std::ifstream f(a.prompt_file, std::ios::binary);
+    if (!f) return fail(edgellm::Status::NotFound("prompt file not found: " + a.prompt_file));
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    a.prompt = ss.str();
+  }
+  const bool show = !a.quiet;
+  edgellm::LoadOptions lo;
+  lo.verbose = a.verbose;
+  lo.mode = a.load_mode == "mmap"   ? edgellm::LoadMode::kMmap
+            : a.load_mode == "read" ? edgellm::LoadMode::kRead
+                                    : edgellm::LoadMode::kAuto;
+  if (show) {
+    lo.on_progress = [](float p) {
+      progress_line("1/3 loading model", p, p >= 1.0f);
+      return true;
+    };
+  }
+  auto model = edgellm::Model::Load(a.model, lo);
+  if (!model.ok()) return fail(model.status());
+  const edgellm::ModelInfo& info = (*model)->info();
+  if (show) {
+    std::fprintf(stderr, "      %s, %s, %s via %s in %.0f ms\n", info.description.c_str(),
+                 info.quant.c_str(), human_bytes(info.file_bytes).c_str(),
+                 edgellm::load_mode_name(info.load_mode), info.load_ms);
+    std::fprintf(stderr, "[2/3 preparing engine] context, threads%s\n",
+                 a.no_warmup ? "" : ", warm-up inference");
+  }
+  a.so.warmup = !a.no_warmup;
+  auto session = edgellm::Session::Create(**model, a.so);
+  if (!session.ok()) return fail(session.status());
+  if (show) {
+    std::fprintf(stderr, "      n_ctx %d, n_batch %d, %d threads, warm-up %.0f ms\n",
+                 (*session)->n_ctx(), (*session)->n_batch(), (*session)->n_threads(),
+                 (*session)->warmup_ms());
+    std::fprintf(stderr, "[3/3 generating]\n");
+  }
+  a.go.stop = a.stop;
+  a.go.system_prompt = a.system;
+  if (a.seed >= 0) a.go.seed = static_cast<uint32_t>(a.seed);
+  edgellm::TextSink sink;
+  if (!a.json) {
+    sink = [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+  }
+  auto gen = (*session)->Generate(a.prompt, a.go, sink);
+  if (!gen.ok()) return fail(gen.status());
+  (*session)->ReleaseKv();
+  const edgellm::Stats& s = gen->stats;
+  if (a.json) {
+    std::printf("%s\n", result_json(*gen).dump().c_str());
+  } else {
+    std::printf("\n");
+  }
+  if (show) {
+    std::fprintf(stderr,
+                 "\n--- %s | prompt %d tok, prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
+                 "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s\n",
+                 edgellm::finish_reason_name(gen->finish_reason), s.n_prompt, s.prefill_ms,
+                 s.prefill_tps, s.ttft_ms, s.n_gen, s.decode_tps, s.load_ms, s.warmup_ms,
+                 human_bytes(static_cast<uint64_t>(s.peak_rss_bytes)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_run(CLI::App& app) {
+  static RunArgs a;
+  auto* cmd = app.add_subcommand("run", "Stream a generation from a GGUF model");
+  cmd->add_option("-m,--model", a.model, "GGUF model file")->required();
+  auto* p = cmd->add_option("-p,--prompt", a.prompt, "Prompt text");
+  auto* pf = cmd->add_option("-f,--file", a.prompt_file, "Read the prompt from a file");
+  p->excludes(pf);
+  cmd->add_option("-n,--max-tokens", a.go.max_tokens, "Tokens to generate at most (default 256)");
+  cmd->add_option("--temp", a.go.temperature, "Temperature, 0 = greedy (default 0.8)");
+  cmd->add_option("--top-k", a.go.top_k, "Top-k, 0 = off (default 40)");
+  cmd->add_option("--top-p", a.go.top_p, "Top-p, 1 = off (default 0.95)");
+  cmd->add_option("--min-p", a.go.min_p, "Min-p, 0 = off (default 0.05)");
+  cmd->add_option("--repeat-penalty", a.go.repeat_penalty, "Repetition penalty, 1 = off");
+  cmd->add_option("--seed", a.seed, "Sampling seed (default random)");
+  cmd->add_option("--threads", a.so.n_threads, "Threads (default: physical cores, never more)");
+  cmd->add_option("--ctx", a.so.n_ctx, "Context length (default min(train ctx, 2048))");
+  cmd->add_option("--batch", a.so.n_batch, "Prefill chunk size in tokens (default 512)");
+  cmd->add_flag("--chat", a.go.chat, "Format the prompt with the model's chat template");
+  cmd->add_option("--system", a.system, "System prompt (with --chat)");
+  cmd->add_option("--stop", a.stop, "Stop string (repeatable)");
+  cmd->add_option("--stream-every", a.go.stream_every_tokens, "Tokens per streamed piece (default 4)");
+  cmd->add_flag("--truncate", a.go.truncate_prompt, "Drop the oldest prompt tokens when it does not fit");
+  cmd->add_option("--load-mode", a.load_mode, "auto (mmap below 500 MiB), mmap or read")
+      ->check(CLI::IsMember({"auto", "mmap", "read"}));
+  cmd->add_flag("--no-warmup", a.no_warmup, "Skip the warm-up inference");
+  cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
+  cmd->add_flag("-q,--quiet", a.quiet, "No progress or timings on stderr");
+  cmd->add_flag("-v,--verbose", a.verbose, "Show llama.cpp's log");
+  return [] {
+    if (a.prompt.empty() && a.prompt_file.empty()) {
+      return fail(edgellm::Status::InvalidArgument("no prompt: pass -p TEXT or -f FILE"));
+    }
+    return run(a);
+  };
+}
+
+}  // namespace cli

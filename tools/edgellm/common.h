@@ -1,0 +1,27 @@
+// Shared bits of the edgellm CLI subcommands. Public API only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "edgellm/edgellm.h"
+
+namespace cli {
+
+// Each subcommand registers itself on `app` and returns the action to run when chosen.
+using Action = std::function<int()>;
+Action add_run(CLI::App& app);
+Action add_info(CLI::App& app);
+Action add_synth(CLI::App& app);
+
+// Prints "edgellm: error: <code>: <message>" to stderr; returns exit code 1.
+int fail(const edgellm::Status& st);
+// "1.23 GiB", "512.0 MiB", ...
+std::string human_bytes(uint64_t bytes);
+// A one-line progress bar on stderr ("\r[load] ####----  42%"); done=true ends the line.
+void progress_line(const char* stage, float fraction, bool done = false);
+nlohmann::json info_json(const edgellm::ModelInfo& info);
+
+}  // namespace cli

@@ -1,0 +1,24 @@
+// edgellm CLI: a thin layer of argument parsing over the public API.
+#include <cstdio>
+
+#include "common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"edgellm: run open LLMs (GGUF) on small devices"};
+  app.set_version_flag("--version", std::string("edgellm ") + edgellm::version() +
+                                        ", llama.cpp " + edgellm::llama_build());
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, cli::Action>> cmds;
+  cli::Action run = cli::add_run(app);
+  cli::Action info = cli::add_info(app);
+  cli::Action synth = cli::add_synth(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.got_subcommand("run")) return run();
+  if (app.got_subcommand("info")) return info();
+  if (app.got_subcommand("synth")) return synth();
+  return 2;
+}
