@@ -34,7 +34,7 @@ export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 jobs="${EDGELLM_JOBS:-$(nproc)}"
 if [ ! -f build/build.ninja ]; then
   step "configuring build/"
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGELLM_SANITIZE=ON >/dev/null
 fi
 step "building ${*:-everything} (first build compiles llama.cpp: several minutes on 2 cores)"
 if [ $# -gt 0 ]; then

@@ -7,6 +7,10 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" void __sanitizer_purge_allocator(void);  // sanitizer/allocator_interface.h
+#endif
+
 #include "core/utf8.h"
 #include "edgellm/edgellm.h"
 #include "engine/streamer.h"
@@ -91,6 +95,32 @@ TEST_F(EngineTest, MmapAndReadLoadsGiveSameGreedyOutput) {
   }
   EXPECT_FALSE(outs[0].empty());
   EXPECT_EQ(outs[0], outs[1]);
+}
+
+TEST_F(EngineTest, MetadataOnlyLoadHasInfoButNoSession) {
+  LoadOptions lo;
+  lo.metadata_only = true;
+  const int64_t rss0 = current_rss_bytes();
+  auto m = Model::Load(path_, lo);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->info().n_params, model_->info().n_params);
+  EXPECT_EQ((*m)->info().n_layer, 2);
+  EXPECT_TRUE((*m)->info().metadata_only);
+  const int64_t meta_delta = current_rss_bytes() - rss0;
+  LoadOptions read;
+  read.mode = LoadMode::kRead;
+  const int64_t rss1 = current_rss_bytes();
+  auto full = Model::Load(path_, read);
+  ASSERT_TRUE(full.ok());
+  const int64_t full_delta = current_rss_bytes() - rss1;
+  // A full read brings in ~40 MiB of weights that the metadata-only load never touched.
+  EXPECT_GT(full_delta, meta_delta + (30 << 20)) << meta_delta << " vs " << full_delta;
+  auto tokens = (*m)->Tokenize("hello world", false);
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_EQ(tokens->size(), 2u);
+  auto s = Session::Create(**m, {});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(EngineTest, AutoLoadModeFollowsThreshold) {
@@ -360,6 +390,11 @@ TEST_F(EngineTest, ReleaseKvLowersRss) {
   const int64_t before = current_rss_bytes();
   s->ReleaseKv();
   EXPECT_FALSE(s->kv_allocated());
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan quarantines freed blocks instead of returning them; drain it so RSS shows what
+  // the production allocator does.
+  __sanitizer_purge_allocator();
+#endif
   const int64_t after = current_rss_bytes();
   EXPECT_LT(after, before - (16 << 20)) << "before " << before << " after " << after;
   auto again = s->Generate("Hello", Greedy(4));  // the context comes back on demand

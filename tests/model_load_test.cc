@@ -69,6 +69,13 @@ TEST_F(ModelLoadTest, TruncatedAnywhereIsCorruptData) {
   }
 }
 
+TEST_F(ModelLoadTest, GgufWithoutWeightsIsRefused) {
+  // llama.cpp's vocabulary files are valid GGUF with a full tokenizer but no tensors.
+  Status st = LoadStatus(testutil::vocab_path());
+  EXPECT_EQ(st.code(), Code::kCorruptData) << st.ToString();
+  EXPECT_NE(st.message().find("token_embd"), std::string::npos) << st.message();
+}
+
 TEST_F(ModelLoadTest, ProgressCallbackCanCancel) {
   LoadOptions lo;
   int calls = 0;

@@ -34,6 +34,9 @@ struct LoadOptions {
   std::function<bool(float progress)> on_progress;
   // Forward llama.cpp's own log lines to stderr. Default: false (errors come back as Status).
   bool verbose = false;
+  // Read metadata, vocabulary and tensor shapes only; no weight bytes are read or allocated.
+  // For info, token counting and planning. Session::Create refuses such a model. Default false.
+  bool metadata_only = false;
 };
 
 // What a model is, read from its GGUF metadata and llama.cpp after load.
@@ -55,6 +58,7 @@ struct ModelInfo {
   std::string vocab_type;      // "bpe", "spm", "wpm", "ugm", "rwkv", "plamo2" or "none"
   bool has_chat_template = false;
   LoadMode load_mode = LoadMode::kAuto;  // the mode actually used (never kAuto)
+  bool metadata_only = false;
   double load_ms = 0;
 };
 

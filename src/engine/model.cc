@@ -87,6 +87,11 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.load_mode = mode == LoadMode::kMmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
+  if (options.metadata_only) {
+    // llama.cpp's no_alloc pass asserts (aborts) when combined with mmap.
+    mp.no_alloc = true;
+    mp.load_mode = LLAMA_LOAD_MODE_NONE;
+  }
   ProgressCtx pctx{&options.on_progress};
   if (options.on_progress) {
     mp.progress_callback = progress_trampoline;
@@ -113,6 +118,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   impl->info.path = path;
   impl->info.file_bytes = file_bytes;
   impl->info.load_mode = mode;
+  impl->info.metadata_only = options.metadata_only;
   fill_info(impl->model, impl->vocab, &impl->info);
   impl->info.load_ms = ms_since(t0);
   return std::unique_ptr<Model>(new Model(std::move(impl)));

@@ -122,6 +122,10 @@ Session::~Session() = default;
 
 Result<std::unique_ptr<Session>> Session::Create(const Model& model,
                                                  const SessionOptions& options) {
+  if (model.info().metadata_only) {
+    return Status::InvalidArgument("model " + model.info().path +
+                                   " was loaded with metadata_only: load it again with weights");
+  }
   auto impl = std::make_unique<Impl>();
   impl->model = model.impl();
   impl->options = options;

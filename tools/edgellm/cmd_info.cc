@@ -13,6 +13,7 @@ Action add_info(CLI::App& app) {
   cmd->add_flag("--json", json, "Print one JSON object");
   return [] {
     edgellm::LoadOptions lo;
+    lo.metadata_only = true;  // shapes and metadata only: instant even for a 7B file
     auto model = edgellm::Model::Load(path, lo);
     if (!model.ok()) return fail(model.status());
     const edgellm::ModelInfo& i = (*model)->info();

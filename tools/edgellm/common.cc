@@ -61,6 +61,7 @@ nlohmann::json info_json(const edgellm::ModelInfo& i) {
           {"vocab_type", i.vocab_type},
           {"has_chat_template", i.has_chat_template},
           {"load_mode", edgellm::load_mode_name(i.load_mode)},
+          {"metadata_only", i.metadata_only},
           {"load_ms", i.load_ms}};
 }
 
