@@ -31,6 +31,10 @@ step "fetching llama.cpp (pinned in deps/llama.cpp.lock)"
 bash scripts/fetch_llama.sh
 
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+# Paths under the checkout are hashed relative to it, so a fresh clone in another folder
+# (CI) reuses the compiled llama.cpp objects instead of rebuilding them cold.
+export CCACHE_BASEDIR="$root"
+export CCACHE_NOHASHDIR=1
 jobs="${EDGELLM_JOBS:-$(nproc)}"
 if [ ! -f build/build.ninja ]; then
   step "configuring build/"
