@@ -30,6 +30,15 @@ Status decode_status(int32_t rc, const char* phase, FinishReason* reason) {
                           std::to_string(rc) + ")" + (why.empty() ? "" : ": " + why));
 }
 
+llama_token argmax_logits(llama_context* ctx, int32_t n_vocab) {
+  const float* logits = llama_get_logits_ith(ctx, -1);
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab; ++i) {
+    if (logits[i] > logits[best]) best = i;
+  }
+  return best;
+}
+
 // Keeps the leading BOS (if any) and the most recent tokens, leaving room to generate.
 void truncate_front(std::vector<llama_token>* toks, int32_t keep, llama_token bos) {
   const bool has_bos = !toks->empty() && bos != LLAMA_TOKEN_NULL && (*toks)[0] == bos;
@@ -86,6 +95,9 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
   llama_memory_clear(llama_get_memory(ctx), true);
   engine::SamplerPtr sampler = engine::make_sampler(o, model->info.n_vocab);
+  // Plain greedy needs no candidate array: an argmax over the logits saves rebuilding a
+  // vocabulary-sized (151,936 entries for Qwen2) array on every token.
+  const bool greedy_fast = o.temperature <= 0 && (o.repeat_penalty == 1.0f || o.repeat_last_n == 0);
 
   // Prefill in chunks of n_batch so the compute buffer stays bounded on long prompts.
   FinishReason reason = FinishReason::kNone;
@@ -116,7 +128,8 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
       reason = FinishReason::kCancelled;
       break;
     }
-    llama_token tok = llama_sampler_sample(sampler.get(), ctx, -1);
+    llama_token tok = greedy_fast ? argmax_logits(ctx, model->info.n_vocab)
+                                  : llama_sampler_sample(sampler.get(), ctx, -1);
     t_last = Clock::now();
     n_decoded_at_last = n_decoded;
     if (st.n_gen == 0) {
