@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-bash scripts/setup.sh edgellm_cli
+bash scripts/setup.sh edgellm_cli >&2  # stdout carries only the generated text
 
 # Default model until edgellm ships a trained one: Qwen2.5-0.5B's exact shapes and real Qwen2
 # tokenizer with random weights (edgellm synth), quantized to Q4_K_M through libllama.

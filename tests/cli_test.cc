@@ -84,8 +84,40 @@ TEST_F(CliTest, ErrorsAreClearAndNonZero) {
   EXPECT_NE(nosub.rc, 0);
 }
 
+TEST_F(CliTest, PlanJsonAndBadRam) {
+  CliRun r = Cli("plan " + model_ + " --ram 8G --ctx 4096 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["n_ctx"], 4096);
+  EXPECT_EQ(j["ram_bytes"], 8ull << 30);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  CliRun bad = Cli("plan " + model_ + " --ram lots");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("not a memory size"), std::string::npos) << bad.err;
+  CliRun kv = Cli("plan " + model_ + " --kv-type fp8");
+  EXPECT_EQ(kv.rc, 1);
+  EXPECT_NE(kv.err.find("q8_0"), std::string::npos);
+}
+
+TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
+  CliRun r = Cli("tokens " + model_ + " 'hello world' --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tokens"], 2);
+  EXPECT_EQ(j["chars"], 11);
+  // A vocabulary-only GGUF (no tensors) works too; Chinese costs fewer tokens than bytes.
+  CliRun zh = Cli("tokens " + testutil::vocab_path() + " '端侧大模型的内存与功耗' --json");
+  ASSERT_EQ(zh.rc, 0) << zh.err;
+  auto z = nlohmann::json::parse(zh.out);
+  EXPECT_EQ(z["chars"], 11);
+  EXPECT_GT(z["tokens"].get<int>(), 0);
+  EXPECT_LT(z["tokens"].get<int>(), z["bytes"].get<int>());
+  CliRun none = Cli("tokens " + model_);
+  EXPECT_EQ(none.rc, 1);
+}
+
 TEST_F(CliTest, HelpEverywhere) {
-  for (const char* sub : {"", "run ", "info ", "synth "}) {
+  for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens "}) {
     CliRun r = Cli(std::string(sub) + "--help");
     EXPECT_EQ(r.rc, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;

@@ -123,6 +123,21 @@ TEST_F(EngineTest, MetadataOnlyLoadHasInfoButNoSession) {
   EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
 }
 
+TEST_F(EngineTest, VocabOnlyLoadTokenizesAndRefusesSessions) {
+  LoadOptions lo;
+  lo.vocab_only = true;
+  for (const std::string& p : {path_, testutil::vocab_path()}) {
+    auto m = Model::Load(p, lo);
+    ASSERT_TRUE(m.ok()) << p << ": " << m.status().ToString();
+    EXPECT_EQ((*m)->info().n_vocab, p == path_ ? 151936 : (*m)->info().n_vocab);
+    EXPECT_EQ((*m)->info().n_layer, 0);
+    auto t = (*m)->Tokenize("hello world", false);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->size(), 2u);
+    EXPECT_FALSE(Session::Create(**m, {}).ok());
+  }
+}
+
 TEST_F(EngineTest, AutoLoadModeFollowsThreshold) {
   LoadOptions lo;
   lo.mmap_threshold_bytes = 1024;  // the fixture is far larger: plain reads

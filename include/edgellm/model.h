@@ -37,6 +37,9 @@ struct LoadOptions {
   // Read metadata, vocabulary and tensor shapes only; no weight bytes are read or allocated.
   // For info, token counting and planning. Session::Create refuses such a model. Default false.
   bool metadata_only = false;
+  // Read the tokenizer only (also works on llama.cpp's tensor-less models/ggml-vocab-*.gguf).
+  // Only Tokenize()/TokenBytes() are meaningful on such a model. Default false.
+  bool vocab_only = false;
 };
 
 // What a model is, read from its GGUF metadata and llama.cpp after load.

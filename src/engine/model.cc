@@ -32,9 +32,13 @@ bool progress_trampoline(float p, void* user) {
   return go;
 }
 
-void fill_info(const llama_model* m, const llama_vocab* v, ModelInfo* info) {
+void fill_info(const llama_model* m, const llama_vocab* v, bool vocab_only, ModelInfo* info) {
   info->arch = meta_str(m, "general.architecture");
   info->name = meta_str(m, "general.name");
+  info->n_vocab = llama_vocab_n_tokens(v);
+  info->vocab_type = engine::vocab_type_name(llama_vocab_type(v));
+  info->has_chat_template = llama_model_chat_template(m, nullptr) != nullptr;
+  if (vocab_only) return;  // no layers: llama.cpp's per-layer getters abort on such a model
   char desc[256];
   llama_model_desc(m, desc, sizeof(desc));
   info->description = desc;
@@ -47,9 +51,6 @@ void fill_info(const llama_model* m, const llama_vocab* v, ModelInfo* info) {
   info->n_head = llama_model_n_head(m);
   info->n_head_kv = llama_model_n_head_kv(m);
   info->n_ctx_train = llama_model_n_ctx_train(m);
-  info->n_vocab = llama_vocab_n_tokens(v);
-  info->vocab_type = engine::vocab_type_name(llama_vocab_type(v));
-  info->has_chat_template = llama_model_chat_template(m, nullptr) != nullptr;
 }
 
 }  // namespace
@@ -87,7 +88,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   llama_model_params mp = llama_model_default_params();
   mp.n_gpu_layers = 0;
   mp.load_mode = mode == LoadMode::kMmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
-  if (options.metadata_only) {
+  mp.vocab_only = options.vocab_only;
+  if (options.metadata_only || options.vocab_only) {
     // llama.cpp's no_alloc pass asserts (aborts) when combined with mmap.
     mp.no_alloc = true;
     mp.load_mode = LLAMA_LOAD_MODE_NONE;
@@ -118,8 +120,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   impl->info.path = path;
   impl->info.file_bytes = file_bytes;
   impl->info.load_mode = mode;
-  impl->info.metadata_only = options.metadata_only;
-  fill_info(impl->model, impl->vocab, &impl->info);
+  impl->info.metadata_only = options.metadata_only || options.vocab_only;
+  fill_info(impl->model, impl->vocab, options.vocab_only, &impl->info);
   impl->info.load_ms = ms_since(t0);
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "core/sys.h"
-#include "ggml-cpu.h"
 #include "engine/llama_glue.h"
 #include "engine/session_impl.h"
 
@@ -62,7 +61,6 @@ const char* finish_reason_name(FinishReason reason) {
 
 Session::Impl::~Impl() {
   if (ctx) llama_free(ctx);
-  if (threadpool) ggml_threadpool_free(threadpool);
 }
 
 Status Session::Impl::EnsureContext() {
@@ -83,11 +81,6 @@ Status Session::Impl::EnsureContext() {
   } catch (const std::exception& e) {
     ctx = nullptr;
   }
-  if (ctx && !threadpool) {
-    ggml_threadpool_params tp = ggml_threadpool_params_default(options.n_threads);
-    threadpool = ggml_threadpool_new(&tp);
-  }
-  if (ctx && threadpool) llama_attach_threadpool(ctx, threadpool, nullptr);
   if (!ctx) {
     const std::string why = engine::take_llama_errors();
     return Status::ResourceExhausted(

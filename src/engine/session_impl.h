@@ -13,9 +13,6 @@ struct Session::Impl {
   const Model::Impl* model = nullptr;
   SessionOptions options;  // resolved: no -1 left
   llama_context* ctx = nullptr;
-  // One persistent worker pool per session (llama-bench does the same); without it ggml
-  // sets up a throwaway pool on every graph computation, i.e. on every token.
-  ggml_threadpool* threadpool = nullptr;
   std::atomic<bool> cancel{false};
   double warmup_ms = 0;
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <string>
 
@@ -41,6 +42,29 @@ void progress_line(const char* stage, float f, bool done) {
   std::fprintf(stderr, "%s[%s] %s %3d%%%s", tty ? "\r" : "", stage, bar.c_str(), pct,
                (done || !tty) ? "\n" : "");
   std::fflush(stderr);
+}
+
+edgellm::Result<uint64_t> parse_size(const std::string& text) {
+  size_t pos = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  std::string unit = text.substr(pos);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double mult = 0;
+  if (unit.empty() || unit == "B") mult = 1;
+  if (unit == "K" || unit == "KB" || unit == "KIB") mult = 1024.0;
+  if (unit == "M" || unit == "MB" || unit == "MIB") mult = 1024.0 * 1024;
+  if (unit == "G" || unit == "GB" || unit == "GIB") mult = 1024.0 * 1024 * 1024;
+  if (unit == "T" || unit == "TB" || unit == "TIB") mult = 1024.0 * 1024 * 1024 * 1024;
+  if (pos == 0 || mult == 0 || !(v > 0) || v * mult > 1e15) {
+    return edgellm::Status::InvalidArgument("'" + text +
+                                            "' is not a memory size: use e.g. 6G, 8GB, 12GiB");
+  }
+  return static_cast<uint64_t>(v * mult);
 }
 
 nlohmann::json info_json(const edgellm::ModelInfo& i) {

@@ -15,6 +15,11 @@ using Action = std::function<int()>;
 Action add_run(CLI::App& app);
 Action add_info(CLI::App& app);
 Action add_synth(CLI::App& app);
+Action add_plan(CLI::App& app);
+Action add_tokens(CLI::App& app);
+
+// "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
+edgellm::Result<uint64_t> parse_size(const std::string& text);
 
 // Prints "edgellm: error: <code>: <message>" to stderr; returns exit code 1.
 int fail(const edgellm::Status& st);

@@ -8,10 +8,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("edgellm ") + edgellm::version() +
                                         ", llama.cpp " + edgellm::llama_build());
   app.require_subcommand(1);
-  std::vector<std::pair<CLI::App*, cli::Action>> cmds;
   cli::Action run = cli::add_run(app);
   cli::Action info = cli::add_info(app);
   cli::Action synth = cli::add_synth(app);
+  cli::Action plan = cli::add_plan(app);
+  cli::Action tokens = cli::add_tokens(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -20,5 +21,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("info")) return info();
   if (app.got_subcommand("synth")) return synth();
+  if (app.got_subcommand("plan")) return plan();
+  if (app.got_subcommand("tokens")) return tokens();
   return 2;
 }

@@ -1,0 +1,61 @@
+// MemoryPlanner: how much memory a model needs on a device, before loading its weights.
+//
+// Two estimates side by side:
+//  - the seed's quick formula, params(B) x bits / 8 x 1.2 (labelled as such);
+//  - an exact plan from the GGUF header plus libllama's own dry run (model loaded with
+//    no_alloc, a context created with no_alloc): weights from the tensor table, KV cache from
+//    2 x n_layer x n_ctx x n_head_kv x head_dim x bytes per element, compute buffers as
+//    libllama sizes them for n_ctx / n_batch, plus a runtime overhead.
+//
+// Thread safety: plan_memory() may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "edgellm/status.h"
+
+namespace edgellm {
+
+enum class KvType { kF16, kQ8_0, kQ4_0 };
+const char* kv_type_name(KvType type);
+Result<KvType> kv_type_from_name(const std::string& name);  // "f16", "q8_0", "q4_0"
+
+struct PlanOptions {
+  int32_t n_ctx = -1;        // -1 = as a Session would pick: min(n_ctx_train, 2048)
+  int32_t n_batch = 512;     // prefill chunk (sizes the compute buffer). Default 512
+  KvType kv_type = KvType::kF16;
+  uint64_t ram_bytes = 0;    // device RAM; 0 = this device's total RAM
+  double budget_fraction = 0.40;  // share of RAM the app may use (the seed: 40%)
+};
+
+struct MemoryPlan {
+  // Inputs as resolved.
+  int32_t n_ctx = 0, n_batch = 0;
+  KvType kv_type = KvType::kF16;
+  uint64_t ram_bytes = 0, budget_bytes = 0;
+  // The seed's quick formula.
+  double formula_bits = 0;      // nominal bits per weight of the quantization (4 for Q4_K_M)
+  uint64_t formula_bytes = 0;   // n_params x bits / 8 x 1.2
+  // Exact plan.
+  uint64_t n_params = 0;
+  uint64_t weights_bytes = 0;   // tensor data in the file
+  uint64_t kv_bytes = 0;        // KV cache at n_ctx (formula)
+  uint64_t kv_bytes_llama = 0;  // the same as libllama's dry run sizes it (a cross-check)
+  uint64_t compute_bytes = 0;   // compute buffers (libllama dry run)
+  uint64_t overhead_bytes = 0;  // vocabulary tables, runtime and allocator slack
+  uint64_t total_bytes = 0;     // weights + kv + compute + overhead
+  // Verdict.
+  bool fits = false;
+  int32_t max_ctx_that_fits = 0;  // 0 when even a 256-token context does not fit
+  std::string advice;             // what to change when it does not fit (or "")
+};
+
+Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions& options = {});
+
+// Nominal bits per weight of a quantization name ("Q4_K_M" -> 4, "F16" -> 16); 0 if unknown.
+double nominal_bits(const std::string& quant);
+// The seed's formula: params x bits / 8 x 1.2.
+uint64_t formula_bytes(uint64_t n_params, double bits);
+
+}  // namespace edgellm

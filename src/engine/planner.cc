@@ -1,0 +1,199 @@
+// plan_memory: the seed's formula next to an exact plan from libllama's own dry run.
+#include "edgellm/planner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "edgellm/device.h"
+#include "engine/llama_glue.h"
+#include "engine/model_impl.h"
+#include "ggml-backend.h"
+#include "llama-ext.h"
+
+namespace edgellm {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+ggml_type ggml_kv_type(KvType t) {
+  switch (t) {
+    case KvType::kF16: return GGML_TYPE_F16;
+    case KvType::kQ8_0: return GGML_TYPE_Q8_0;
+    case KvType::kQ4_0: return GGML_TYPE_Q4_0;
+  }
+  return GGML_TYPE_F16;
+}
+
+// Bytes per cached element: f16 2; q8_0 34 bytes per 32; q4_0 18 bytes per 32.
+double kv_bytes_per_element(KvType t) {
+  switch (t) {
+    case KvType::kF16: return 2.0;
+    case KvType::kQ8_0: return 34.0 / 32.0;
+    case KvType::kQ4_0: return 18.0 / 32.0;
+  }
+  return 2.0;
+}
+
+struct DryRun {
+  uint64_t model = 0, context = 0, compute = 0;
+};
+
+// Creates a context on a no_alloc model: libllama sizes every buffer without allocating.
+Status dry_run(const Model::Impl& m, int32_t n_ctx, int32_t n_batch, KvType kv, DryRun* out) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n_ctx);
+  cp.n_batch = static_cast<uint32_t>(n_batch);
+  cp.n_ubatch = static_cast<uint32_t>(n_batch);
+  cp.n_seq_max = 1;
+  cp.type_k = ggml_kv_type(kv);
+  cp.type_v = ggml_kv_type(kv);
+  cp.no_perf = true;
+  engine::take_llama_errors();
+  llama_context* ctx = nullptr;
+  try {
+    ctx = llama_init_from_model(m.model, cp);
+  } catch (...) {
+    ctx = nullptr;
+  }
+  if (!ctx) {
+    return Status::InvalidArgument("libllama cannot size a context of " + std::to_string(n_ctx) +
+                                   " tokens with KV type " + kv_type_name(kv) + ": " +
+                                   engine::take_llama_errors());
+  }
+  *out = {};
+  for (const auto& [buft, mb] : llama_get_memory_breakdown(ctx)) {
+    if (!ggml_backend_buft_is_host(buft)) continue;
+    out->model += mb.model;
+    out->context += mb.context;
+    out->compute += mb.compute;
+  }
+  llama_free(ctx);
+  return Status::Ok();
+}
+
+// Vocabulary tables, logits/embedding output buffers, the runtime and allocator slack.
+// Calibrated against measured RSS (docs/planner.md): a fixed part plus the vocabulary.
+uint64_t runtime_overhead(const ModelInfo& info) {
+  return 40 * kMiB + static_cast<uint64_t>(info.n_vocab) * 160;
+}
+
+std::string gib(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB", b / double(1ull << 30));
+  return buf;
+}
+
+}  // namespace
+
+const char* kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::kF16: return "f16";
+    case KvType::kQ8_0: return "q8_0";
+    case KvType::kQ4_0: return "q4_0";
+  }
+  return "f16";
+}
+
+Result<KvType> kv_type_from_name(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (n == "f16") return KvType::kF16;
+  if (n == "q8_0") return KvType::kQ8_0;
+  if (n == "q4_0") return KvType::kQ4_0;
+  return Status::InvalidArgument("unknown KV cache type '" + name + "': use f16, q8_0 or q4_0");
+}
+
+double nominal_bits(const std::string& quant) {
+  if (quant == "F32") return 32;
+  if (quant == "F16" || quant == "BF16") return 16;
+  if (quant.size() >= 2 && (quant[0] == 'Q' || quant[0] == 'I')) {
+    const size_t d = quant.find_first_of("0123456789");
+    if (d != std::string::npos) return quant[d] - '0';
+  }
+  return 0;
+}
+
+uint64_t formula_bytes(uint64_t n_params, double bits) {
+  return static_cast<uint64_t>(static_cast<double>(n_params) * bits / 8.0 * 1.2);
+}
+
+Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions& o) {
+  if (!(o.budget_fraction > 0 && o.budget_fraction <= 1)) {
+    return Status::InvalidArgument("budget fraction must be in (0, 1], e.g. 0.4");
+  }
+  if (o.n_batch < 1) return Status::InvalidArgument("n_batch must be >= 1");
+  LoadOptions lo;
+  lo.metadata_only = true;
+  auto model = Model::Load(model_path, lo);
+  if (!model.ok()) return model.status();
+  const ModelInfo& info = (*model)->info();
+
+  MemoryPlan p;
+  p.kv_type = o.kv_type;
+  p.n_ctx = o.n_ctx == -1 ? std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 2048, 2048)
+                          : o.n_ctx;
+  if (p.n_ctx < 16 || (info.n_ctx_train > 0 && p.n_ctx > info.n_ctx_train)) {
+    return Status::InvalidArgument("n_ctx " + std::to_string(p.n_ctx) + " is outside 16.." +
+                                   std::to_string(info.n_ctx_train) + " for this model");
+  }
+  p.n_batch = std::min(o.n_batch, p.n_ctx);
+  p.ram_bytes = o.ram_bytes;
+  if (p.ram_bytes == 0) {
+    auto dev = read_device_profile();
+    if (!dev.ok()) return dev.status();
+    p.ram_bytes = dev->total_ram_bytes;
+  }
+  p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.ram_bytes) * o.budget_fraction);
+
+  p.n_params = info.n_params;
+  p.formula_bits = nominal_bits(info.quant);
+  p.formula_bytes = formula_bytes(info.n_params, p.formula_bits);
+
+  DryRun dr;
+  EDGELLM_RETURN_IF_ERROR(dry_run(*(*model)->impl(), p.n_ctx, p.n_batch, o.kv_type, &dr));
+  const uint64_t head_dim = info.n_head > 0 ? info.n_embd / info.n_head : 0;
+  p.weights_bytes = info.weights_bytes;
+  p.kv_bytes = static_cast<uint64_t>(2.0 * info.n_layer * p.n_ctx * info.n_head_kv * head_dim *
+                                     kv_bytes_per_element(o.kv_type));
+  p.kv_bytes_llama = dr.context;
+  p.compute_bytes = dr.compute;
+  p.overhead_bytes = runtime_overhead(info);
+  p.total_bytes = p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes;
+  p.fits = p.total_bytes <= p.budget_bytes;
+
+  // Largest context (a multiple of 256) within the budget; KV and compute grow with n_ctx.
+  const uint64_t fixed = p.weights_bytes + p.overhead_bytes;
+  auto fits_at = [&](int32_t ctx) {
+    DryRun d;
+    if (!dry_run(*(*model)->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d).ok()) {
+      return false;
+    }
+    const uint64_t kv = static_cast<uint64_t>(2.0 * info.n_layer * ctx * info.n_head_kv *
+                                              head_dim * kv_bytes_per_element(o.kv_type));
+    return fixed + kv + d.compute <= p.budget_bytes;
+  };
+  int32_t lo_ctx = 0, hi_ctx = std::max(256, info.n_ctx_train) / 256;
+  while (lo_ctx < hi_ctx) {
+    const int32_t mid = (lo_ctx + hi_ctx + 1) / 2;
+    if (fits_at(mid * 256)) lo_ctx = mid; else hi_ctx = mid - 1;
+  }
+  p.max_ctx_that_fits = lo_ctx * 256;
+
+  if (!p.fits) {
+    if (p.max_ctx_that_fits >= 256) {
+      p.advice = "needs " + gib(p.total_bytes) + " at n_ctx " + std::to_string(p.n_ctx) +
+                 ", budget is " + gib(p.budget_bytes) + ": use --ctx " +
+                 std::to_string(p.max_ctx_that_fits) + " or less" +
+                 (o.kv_type == KvType::kF16 ? ", or --kv-type q8_0" : "");
+    } else {
+      p.advice = "needs " + gib(p.total_bytes) + ", budget is " + gib(p.budget_bytes) +
+                 ": the weights alone take " + gib(p.weights_bytes) +
+                 "; use a smaller model or a lower-bit quantization (e.g. Q4_K_M), "
+                 "or fall back to the cloud on this device";
+    }
+  }
+  return p;
+}
+
+}  // namespace edgellm
