@@ -105,11 +105,6 @@ int main(int argc, char** argv) {
   so.n_threads = threads;
   so.n_batch = a.pp;
   so.n_ctx = std::max(a.pp, a.tg + 1) + 16;
-  auto session = edgellm::Session::Create(**model, so);
-  if (!session.ok()) {
-    std::fprintf(stderr, "edgellm-bench: %s\n", session.status().ToString().c_str());
-    return 1;
-  }
   const std::string pp_prompt = prompt_of(**model, a.pp);
 
   std::vector<double> lb_pp, lb_tg, el_pp, el_tg, round_pp, round_tg;
@@ -125,6 +120,12 @@ int main(int argc, char** argv) {
     lb_pp.push_back(pp);
     lb_tg.push_back(tg);
     std::fprintf(stderr, "[round %d/%d] edgellm ...\n", round + 1, a.rounds);
+    // A fresh context per round, as llama-bench makes one per test.
+    auto session = edgellm::Session::Create(**model, so);
+    if (!session.ok()) {
+      std::fprintf(stderr, "edgellm-bench: %s\n", session.status().ToString().c_str());
+      return 1;
+    }
     std::vector<double> r_pp, r_tg;
     // Like llama-bench: all prompt runs back to back, then all generation runs, so both
     // engines reuse the compute graph of the previous call of the same shape.
