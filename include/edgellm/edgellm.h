@@ -1,7 +1,10 @@
 // edgellm: an on-device LLM runtime over llama.cpp. Include this for the whole public API.
 #pragma once
 
+#include "edgellm/device.h"
 #include "edgellm/model.h"
+#include "edgellm/planner.h"
+#include "edgellm/power.h"
 #include "edgellm/session.h"
 #include "edgellm/status.h"
 #include "edgellm/synth.h"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "edgellm/model.h"
+#include "edgellm/power.h"
 #include "edgellm/status.h"
 
 namespace edgellm {
@@ -74,6 +75,9 @@ struct GenerateOptions {
   bool ignore_eos = false;
   // Called after each prefill chunk with (tokens done, tokens total). Return false to cancel.
   std::function<bool(int32_t done, int32_t total)> on_prefill;
+  // Thermal throttling, yield and pause/resume, applied between decode steps. Not owned; must
+  // outlive the call. Default none.
+  PowerGovernor* governor = nullptr;
 };
 
 // Timings and counts of one generation (and of the session's setup).
@@ -92,6 +96,11 @@ struct Stats {
   int32_t n_ctx = 0;
   int32_t n_batch = 0;
   bool prompt_truncated = false;
+  // With a governor: how often the thread count changed, the fewest threads used, and the
+  // time spent paused.
+  int32_t thread_changes = 0;
+  int32_t min_threads = 0;
+  double paused_ms = 0;
 };
 
 struct Generation {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/env.h"
+#include "device/thermal.h"
 #include "edgellm/device.h"
 
 namespace edgellm {
@@ -77,7 +78,9 @@ std::vector<CpuCluster> cpu_clusters(const Env& env, const std::vector<int>& cpu
   return out;
 }
 
-std::vector<ThermalZone> thermal_zones(const Env& env) {
+}  // namespace
+
+std::vector<ThermalZone> read_thermal_zones(const Env& env) {
   std::vector<ThermalZone> zones;
   for (const std::string& name : env.ListDir("/sys/class/thermal")) {
     if (name.compare(0, 12, "thermal_zone") != 0) continue;
@@ -97,8 +100,6 @@ std::vector<ThermalZone> thermal_zones(const Env& env) {
   }
   return zones;
 }
-
-}  // namespace
 
 int DeviceProfile::big_cores() const {
   return clusters.empty() ? 0 : static_cast<int>(clusters.front().cpus.size());
@@ -131,7 +132,7 @@ Result<DeviceProfile> read_device_profile(const DeviceOptions& options) {
   }
   p.n_cpus = static_cast<int>(cpus.size());
   p.clusters = cpu_clusters(env, cpus);
-  p.thermal = thermal_zones(env);
+  p.thermal = read_thermal_zones(env);
   Result<std::string> cpuinfo = env.ReadFile("/proc/cpuinfo");
   if (cpuinfo.ok()) {
     p.platform = cpuinfo_value(cpuinfo.value(), "Hardware");

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/sys.h"
@@ -99,6 +100,22 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   // vocabulary-sized (151,936 entries for Qwen2) array on every token.
   const bool greedy_fast = o.temperature <= 0 && (o.repeat_penalty == 1.0f || o.repeat_last_n == 0);
 
+  // Governor: pause, thermal thread count; applied between llama_decode calls only.
+  int32_t cur_threads = options.n_threads;
+  llama_set_n_threads(ctx, cur_threads, cur_threads);  // undo a throttle an error left behind
+  st.min_threads = cur_threads;
+  auto govern = [&] {
+    if (!o.governor) return;
+    st.paused_ms += o.governor->WaitWhilePaused(cancel);
+    const int32_t want = o.governor->ThreadsFor(options.n_threads);
+    if (want != cur_threads) {
+      llama_set_n_threads(ctx, want, want);
+      cur_threads = want;
+      ++st.thread_changes;
+      st.min_threads = std::min(st.min_threads, cur_threads);
+    }
+  };
+
   // Prefill in chunks of n_batch so the compute buffer stays bounded on long prompts.
   FinishReason reason = FinishReason::kNone;
   const auto t_prefill = Clock::now();
@@ -107,6 +124,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
       reason = FinishReason::kCancelled;
       break;
     }
+    govern();
     const int32_t n = std::min(options.n_batch, n_prompt - i);
     const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks.data() + i, n));
     if (rc != 0) {
@@ -141,9 +159,13 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
       break;
     }
     ++st.n_gen;
+    const int pieces_before = streamer.pieces();
     if (!streamer.Push(token_bytes(model->vocab, tok))) {
       reason = streamer.stop_matched() ? FinishReason::kStop : FinishReason::kCancelled;
       break;
+    }
+    if (o.governor && o.governor->options().yield_ms > 0 && streamer.pieces() != pieces_before) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.governor->options().yield_ms));
     }
     if (st.n_gen >= o.max_tokens) {
       reason = FinishReason::kLength;
@@ -151,6 +173,11 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
     }
     if (n_past >= n_ctx) {
       reason = FinishReason::kContextFull;
+      break;
+    }
+    govern();
+    if (cancel.load()) {
+      reason = FinishReason::kCancelled;
       break;
     }
     const int32_t rc = llama_decode(ctx, llama_batch_get_one(&tok, 1));
@@ -161,6 +188,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
     ++n_past;
     ++n_decoded;
   }
+  if (cur_threads != options.n_threads) llama_set_n_threads(ctx, options.n_threads, options.n_threads);
   if (!streamer.Finish() && reason != FinishReason::kStop) reason = FinishReason::kCancelled;
   if (streamer.stop_matched()) reason = FinishReason::kStop;
 

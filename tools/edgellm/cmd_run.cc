@@ -15,6 +15,9 @@ struct RunArgs {
   edgellm::GenerateOptions go;
   bool json = false, no_warmup = false, verbose = false, quiet = false;
   int64_t seed = -1;
+  double thermal_limit = 0;
+  int32_t yield_ms = 0;
+  std::string sysfs_root;
 };
 
 nlohmann::json result_json(const edgellm::Generation& g) {
@@ -34,7 +37,10 @@ nlohmann::json result_json(const edgellm::Generation& g) {
           {"n_threads", s.n_threads},
           {"n_ctx", s.n_ctx},
           {"n_batch", s.n_batch},
-          {"prompt_truncated", s.prompt_truncated}};
+          {"prompt_truncated", s.prompt_truncated},
+          {"thread_changes", s.thread_changes},
+          {"min_threads", s.min_threads},
+          {"paused_ms", s.paused_ms}};
 }
 
 int run(RunArgs& a) {
@@ -76,6 +82,12 @@ int run(RunArgs& a) {
                  (*session)->warmup_ms());
     std::fprintf(stderr, "[3/3 generating]\n");
   }
+  edgellm::GovernorOptions gopt;
+  if (a.thermal_limit > 0) gopt.thermal_limit_c = a.thermal_limit;
+  gopt.yield_ms = a.yield_ms;
+  gopt.sysfs_root = a.sysfs_root;
+  edgellm::PowerGovernor governor(gopt);
+  if (a.thermal_limit > 0 || a.yield_ms > 0) a.go.governor = &governor;
   a.go.stop = a.stop;
   a.go.system_prompt = a.system;
   if (a.seed >= 0) a.go.seed = static_cast<uint32_t>(a.seed);
@@ -134,6 +146,12 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--load-mode", a.load_mode, "auto (mmap below 500 MiB), mmap or read")
       ->check(CLI::IsMember({"auto", "mmap", "read"}));
   cmd->add_flag("--no-warmup", a.no_warmup, "Skip the warm-up inference");
+  cmd->add_option("--thermal-limit", a.thermal_limit,
+                  "Halve threads while the hottest thermal zone is at/above this (°C, e.g. 42)")
+      ->check(CLI::Range(1.0, 150.0));
+  cmd->add_option("--yield-ms", a.yield_ms, "Sleep this long after each streamed piece")
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--sysfs-root", a.sysfs_root, "Read thermal zones under this root (testing)");
   cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
   cmd->add_flag("-q,--quiet", a.quiet, "No progress or timings on stderr");
   cmd->add_flag("-v,--verbose", a.verbose, "Show llama.cpp's log");
