@@ -95,14 +95,14 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
 
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
   llama_memory_clear(llama_get_memory(ctx), true);
-  engine::SamplerPtr sampler = engine::make_sampler(o, model->info.n_vocab);
   // Plain greedy needs no candidate array: an argmax over the logits saves rebuilding a
   // vocabulary-sized (151,936 entries for Qwen2) array on every token.
   const bool greedy_fast = o.temperature <= 0 && (o.repeat_penalty == 1.0f || o.repeat_last_n == 0);
+  engine::SamplerPtr sampler = greedy_fast ? nullptr : engine::make_sampler(o, model->info.n_vocab);
 
   // Governor: pause, thermal thread count; applied between llama_decode calls only.
   int32_t cur_threads = options.n_threads;
-  llama_set_n_threads(ctx, cur_threads, cur_threads);  // undo a throttle an error left behind
+  llama_set_n_threads(ctx, cur_threads, cur_threads);  // undo the last call's throttle
   st.min_threads = cur_threads;
   auto govern = [&] {
     if (!o.governor) return;
@@ -188,7 +188,6 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
     ++n_past;
     ++n_decoded;
   }
-  if (cur_threads != options.n_threads) llama_set_n_threads(ctx, options.n_threads, options.n_threads);
   if (!streamer.Finish() && reason != FinishReason::kStop) reason = FinishReason::kCancelled;
   if (streamer.stop_matched()) reason = FinishReason::kStop;
 

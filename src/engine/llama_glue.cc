@@ -57,6 +57,23 @@ std::string take_llama_errors() {
   return out;
 }
 
+llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_threads,
+                                    ggml_type kv_type) {
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(n_ctx);
+  cp.n_batch = static_cast<uint32_t>(n_batch);
+  cp.n_ubatch = static_cast<uint32_t>(n_batch);  // chunked prefill: one chunk, one ubatch
+  cp.n_seq_max = 1;
+  if (n_threads > 0) {
+    cp.n_threads = n_threads;
+    cp.n_threads_batch = n_threads;
+  }
+  cp.type_k = kv_type;
+  cp.type_v = kv_type;
+  cp.no_perf = true;
+  return cp;
+}
+
 const char* ftype_name(int ftype) {
   for (const auto& f : kFtypes) {
     if (static_cast<int>(f.type) == ftype) return f.name;

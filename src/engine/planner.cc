@@ -41,14 +41,7 @@ struct DryRun {
 
 // Creates a context on a no_alloc model: libllama sizes every buffer without allocating.
 Status dry_run(const Model::Impl& m, int32_t n_ctx, int32_t n_batch, KvType kv, DryRun* out) {
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(n_ctx);
-  cp.n_batch = static_cast<uint32_t>(n_batch);
-  cp.n_ubatch = static_cast<uint32_t>(n_batch);
-  cp.n_seq_max = 1;
-  cp.type_k = ggml_kv_type(kv);
-  cp.type_v = ggml_kv_type(kv);
-  cp.no_perf = true;
+  llama_context_params cp = engine::context_params(n_ctx, n_batch, -1, ggml_kv_type(kv));
   engine::take_llama_errors();
   llama_context* ctx = nullptr;
   try {
@@ -153,9 +146,12 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
   DryRun dr;
   EDGELLM_RETURN_IF_ERROR(dry_run(*(*model)->impl(), p.n_ctx, p.n_batch, o.kv_type, &dr));
   const uint64_t head_dim = info.n_head > 0 ? info.n_embd / info.n_head : 0;
+  auto kv_bytes = [&](int32_t ctx) {
+    return static_cast<uint64_t>(2.0 * info.n_layer * ctx * info.n_head_kv * head_dim *
+                                 kv_bytes_per_element(o.kv_type));
+  };
   p.weights_bytes = info.weights_bytes;
-  p.kv_bytes = static_cast<uint64_t>(2.0 * info.n_layer * p.n_ctx * info.n_head_kv * head_dim *
-                                     kv_bytes_per_element(o.kv_type));
+  p.kv_bytes = kv_bytes(p.n_ctx);
   p.kv_bytes_llama = dr.context;
   p.compute_bytes = dr.compute;
   p.overhead_bytes = runtime_overhead(info);
@@ -169,9 +165,7 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
     if (!dry_run(*(*model)->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d).ok()) {
       return false;
     }
-    const uint64_t kv = static_cast<uint64_t>(2.0 * info.n_layer * ctx * info.n_head_kv *
-                                              head_dim * kv_bytes_per_element(o.kv_type));
-    return fixed + kv + d.compute <= p.budget_bytes;
+    return fixed + kv_bytes(ctx) + d.compute <= p.budget_bytes;
   };
   int32_t lo_ctx = 0, hi_ctx = std::max(256, info.n_ctx_train) / 256;
   while (lo_ctx < hi_ctx) {

@@ -65,14 +65,8 @@ Session::Impl::~Impl() {
 
 Status Session::Impl::EnsureContext() {
   if (ctx) return Status::Ok();
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(options.n_ctx);
-  cp.n_batch = static_cast<uint32_t>(options.n_batch);
-  cp.n_ubatch = static_cast<uint32_t>(options.n_batch);
-  cp.n_seq_max = 1;
-  cp.n_threads = options.n_threads;
-  cp.n_threads_batch = options.n_threads;
-  cp.no_perf = true;
+  llama_context_params cp =
+      engine::context_params(options.n_ctx, options.n_batch, options.n_threads, GGML_TYPE_F16);
   cp.abort_callback = abort_trampoline;
   cp.abort_callback_data = &cancel;
   engine::take_llama_errors();

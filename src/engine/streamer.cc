@@ -44,14 +44,19 @@ bool TextStreamer::Emit(size_t n) {
   return true;
 }
 
+bool TextStreamer::CutAtStop() {
+  size_t cut = std::string::npos;
+  for (const std::string& s : stop_) cut = std::min(cut, clean_.find(s));
+  if (cut == std::string::npos) return false;
+  clean_.resize(cut);
+  stop_matched_ = true;
+  return true;
+}
+
 bool TextStreamer::Push(std::string_view token_bytes) {
   decoder_.Push(token_bytes, &clean_);
   ++tokens_since_emit_;
-  size_t cut = std::string::npos;
-  for (const std::string& s : stop_) cut = std::min(cut, clean_.find(s));
-  if (cut != std::string::npos) {
-    clean_.resize(cut);
-    stop_matched_ = true;
+  if (CutAtStop()) {
     Emit(clean_.size());
     return false;
   }
@@ -63,14 +68,7 @@ bool TextStreamer::Push(std::string_view token_bytes) {
 
 bool TextStreamer::Finish() {
   decoder_.Finish(&clean_);
-  if (!stop_matched_) {
-    size_t cut = std::string::npos;
-    for (const std::string& s : stop_) cut = std::min(cut, clean_.find(s));
-    if (cut != std::string::npos) {
-      clean_.resize(cut);
-      stop_matched_ = true;
-    }
-  }
+  if (!stop_matched_) CutAtStop();
   return Emit(clean_.size());
 }
 

@@ -36,6 +36,8 @@ class TextStreamer {
 
  private:
   bool Emit(size_t n);
+  // Truncates clean_ at the first stop string; true when one matched.
+  bool CutAtStop();
   size_t HeldBack() const;
 
   const TextSink& sink_;
