@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "edgellm/edgellm.h"
 
 namespace {
@@ -40,13 +41,8 @@ bool run_llama_bench(const Args& a, int threads, double* pp, double* tg) {
                           " -p " + std::to_string(a.pp) + " -n " + std::to_string(a.tg) +
                           " -r " + std::to_string(a.reps) +
                           " -lm " + (a.load_mode == "read" ? "none" : "mmap") + " -o json 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return false;
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  if (pclose(p) != 0) return false;
+  if (!bench::capture(cmd, &out)) return false;
   auto j = nlohmann::json::parse(out, nullptr, false);
   if (j.is_discarded()) return false;
   for (const auto& t : j) {
@@ -56,17 +52,6 @@ bool run_llama_bench(const Args& a, int threads, double* pp, double* tg) {
   return *pp > 0 && *tg > 0;
 }
 
-// A prompt of exactly n tokens: " the" is one token in byte-level BPE vocabularies.
-std::string prompt_of(const edgellm::Model& m, int n) {
-  std::string p = "the";
-  for (int i = 1; i < n; ++i) p += " the";
-  auto toks = m.Tokenize(p, true);
-  while (toks.ok() && static_cast<int>(toks->size()) > n && p.size() > 4) {
-    p.resize(p.size() - 4);
-    toks = m.Tokenize(p, true);
-  }
-  return p;
-}
 
 }  // namespace
 
@@ -105,7 +90,7 @@ int main(int argc, char** argv) {
   so.n_threads = threads;
   so.n_batch = a.pp;
   so.n_ctx = std::max(a.pp, a.tg + 1) + 16;
-  const std::string pp_prompt = prompt_of(**model, a.pp);
+  const std::string pp_prompt = bench::prompt_of(**model, a.pp);
 
   std::vector<double> lb_pp, lb_tg, el_pp, el_tg, round_pp, round_tg;
   int n_prompt = 0;

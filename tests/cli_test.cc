@@ -99,6 +99,50 @@ TEST_F(CliTest, PlanJsonAndBadRam) {
   EXPECT_NE(kv.err.find("q8_0"), std::string::npos);
 }
 
+TEST_F(CliTest, PlanTaskTiersAndMissingModel) {
+  CliRun code = Cli("plan " + model_ + " --ram 8G --task code --json");
+  ASSERT_EQ(code.rc, 0) << code.err;
+  auto c = nlohmann::json::parse(code.out);
+  EXPECT_EQ(c["task"]["quant"], "Q8_0");
+  EXPECT_TRUE(c["task"]["model_matches"].get<bool>());  // the fixture is Q8_0
+  CliRun chat = Cli("plan " + model_ + " --ram 8G --task chat");
+  ASSERT_EQ(chat.rc, 0) << chat.err;
+  EXPECT_NE(chat.out.find("Q4_K_M advised"), std::string::npos) << chat.out;
+  EXPECT_EQ(Cli("plan " + model_ + " --task poetry").rc, 1);
+  CliRun none = Cli("plan");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_NE(none.err.find("--tiers"), std::string::npos) << none.err;
+  EXPECT_EQ(Cli("plan --tiers --tier-ram 6,lots").rc, 1);
+
+  CliRun t = Cli("plan --tiers --tier-ram 6,12 --task chat --json");
+  ASSERT_EQ(t.rc, 0) << t.err;
+  auto j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["ram_gib"].size(), 2u);
+  EXPECT_EQ(j["rows"].size(), 14u);
+  // A 12 GB device fits a larger model for chat than a 6 GB one, or the same.
+  const auto best = j["task"]["best_per_tier"];
+  ASSERT_EQ(best.size(), 2u);
+  EXPECT_FALSE(best[0].get<std::string>().empty());
+  EXPECT_GE(best[1].get<std::string>(), best[0].get<std::string>());  // "qwen2.5-Nb" names
+}
+
+TEST_F(CliTest, BenchThreadsReportsWallAndCpuPerToken) {
+  CliRun r = Cli("bench threads " + model_ + " --tokens 8 --rounds 1 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const int cores = j["physical_cores"].get<int>();
+  ASSERT_EQ(static_cast<int>(j["rows"].size()), cores);
+  for (int i = 0; i < cores; ++i) {
+    const auto& row = j["rows"][i];
+    EXPECT_EQ(row["threads"], i + 1);
+    EXPECT_GT(row["wall_ms_per_token"].get<double>(), 0);
+    EXPECT_GT(row["cpu_ms_per_token"].get<double>(), 0);
+  }
+  EXPECT_DOUBLE_EQ(j["rows"][0]["wall_ratio_vs_1"].get<double>(), 1.0);
+  EXPECT_EQ(Cli("bench threads " + model_ + " --tokens 0").rc, 1);
+  EXPECT_EQ(Cli("bench threads /no/such.gguf").rc, 1);
+}
+
 TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
   CliRun r = Cli("tokens " + model_ + " 'hello world' --json");
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -117,7 +161,7 @@ TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
 }
 
 TEST_F(CliTest, HelpEverywhere) {
-  for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens "}) {
+  for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens ", "bench ", "bench threads "}) {
     CliRun r = Cli(std::string(sub) + "--help");
     EXPECT_EQ(r.rc, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;

@@ -1,7 +1,9 @@
 // Bad model files give a clear Status, never a crash.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 
 #include "edgellm/edgellm.h"
 #include "testutil/fixtures.h"
@@ -92,6 +94,58 @@ TEST_F(ModelLoadTest, ProgressCallbackCanCancel) {
   };
   ASSERT_TRUE(Model::Load(good_, ok).ok());
   EXPECT_FLOAT_EQ(last, 1.0f);
+}
+
+// Resident bytes of this process's mappings of `path` (/proc/self/smaps "Rss:").
+int64_t mapped_rss(const std::string& path) {
+  const std::string want = std::filesystem::canonical(path).string();
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in = false;
+  int64_t kb = 0;
+  while (std::getline(smaps, line)) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      in = line.size() >= want.size() && line.compare(line.size() - want.size(), want.size(), want) == 0;
+    } else if (in && line.rfind("Rss:", 0) == 0) {
+      kb += std::stoll(line.substr(4));
+    }
+  }
+  return kb * 1024;
+}
+
+// An mmap load drops the file pages it read (weights llama.cpp copied into repacked buffers),
+// so right after Load the mapping holds nothing resident; pages of the weights that live in
+// the mapping come back when inference touches them.
+TEST_F(ModelLoadTest, MmapLoadLeavesNoCopiedPagesResident) {
+  const std::string q4 = testutil::synth_model("tiny", "Q4_0");  // Q4_0 layers are repacked
+  ASSERT_FALSE(q4.empty());
+  LoadOptions lo;
+  lo.mode = LoadMode::kMmap;
+  auto m = Model::Load(q4, lo);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_LT(mapped_rss(q4), 64 * 1024) << "file pages still resident after the load";
+  SessionOptions so;
+  so.n_ctx = 128;
+  so.warmup = false;
+  auto s = Session::Create(**m, so);
+  ASSERT_TRUE(s.ok());
+  GenerateOptions g;
+  g.temperature = 0;
+  g.max_tokens = 4;
+  auto r = (*s)->Generate("Hello there", g);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(mapped_rss(q4), 0) << "the embeddings are read from the mapping";
+  // The same model read into memory generates the same text.
+  LoadOptions rd;
+  rd.mode = LoadMode::kRead;
+  auto m2 = Model::Load(q4, rd);
+  ASSERT_TRUE(m2.ok());
+  auto s2 = Session::Create(**m2, so);
+  ASSERT_TRUE(s2.ok());
+  auto r2 = (*s2)->Generate("Hello there", g);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r->text, r2->text);
 }
 
 }  // namespace

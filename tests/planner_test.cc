@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <map>
+
 #include "edgellm/edgellm.h"
 #include "testutil/fixtures.h"
 
@@ -84,6 +87,68 @@ TEST_F(PlannerTest, BadInput) {
   EXPECT_FALSE(kv_type_from_name("fp8").ok());
   EXPECT_EQ(nominal_bits("Q4_K_M"), 4);
   EXPECT_EQ(nominal_bits("F16"), 16);
+}
+
+TEST(TaskTest, QuantizationFollowsTheTask) {
+  for (Task t : {Task::kChat, Task::kSummarize, Task::kIntent, Task::kCode, Task::kMath}) {
+    auto back = task_from_name(task_name(t));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, t);
+    EXPECT_FALSE(quant_for_task(t).reason.empty());
+  }
+  EXPECT_EQ(quant_for_task(Task::kCode).quant, "Q8_0");
+  EXPECT_EQ(quant_for_task(Task::kMath).quant, "Q8_0");
+  EXPECT_EQ(quant_for_task(Task::kChat).quant, "Q4_K_M");
+  EXPECT_EQ(quant_for_task(Task::kSummarize).quant, "Q4_K_M");
+  EXPECT_EQ(quant_for_task(Task::kIntent).quant, "Q4_K_M");
+  auto upper = task_from_name("CODE");
+  ASSERT_TRUE(upper.ok());
+  EXPECT_EQ(*upper, Task::kCode);
+  EXPECT_EQ(task_from_name("poetry").status().code(), Code::kInvalidArgument);
+}
+
+TEST(TiersTest, TableFollowsSizesQuantsAndTiers) {
+  TierOptions o;
+  o.vocab_path = testutil::vocab_path();
+  o.scratch_dir = testutil::scratch_dir("tiers");
+  auto rows = plan_tiers(o);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  // 4 presets (0.5B-7B) x 2 quants from exact shapes, 3 sizes x 2 quants by the formula.
+  ASSERT_EQ(rows->size(), 14u);
+  std::map<std::string, const TierRow*> by;
+  for (const auto& r : *rows) {
+    by[r.model + "/" + r.quant] = &r;
+    ASSERT_EQ(r.fits_exact.size(), 3u);
+    ASSERT_EQ(r.fits_formula.size(), 3u);
+    EXPECT_GT(r.formula_bytes, 0u);
+    // A larger device never turns a fit into a miss.
+    for (size_t i = 1; i < 3; ++i) {
+      EXPECT_GE(r.fits_exact[i], r.fits_exact[i - 1]) << r.model;
+      EXPECT_GE(r.fits_formula[i], r.fits_formula[i - 1]) << r.model;
+    }
+  }
+  const char* presets[] = {"qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b"};
+  for (int i = 0; i < 4; ++i) {
+    const TierRow* q4 = by.at(std::string(presets[i]) + "/Q4_K_M");
+    const TierRow* q8 = by.at(std::string(presets[i]) + "/Q8_0");
+    EXPECT_GT(q4->exact_bytes, 0u);
+    EXPECT_GT(q8->exact_bytes, q4->exact_bytes) << presets[i];
+    if (i > 0) {
+      EXPECT_GT(q4->exact_bytes, by.at(std::string(presets[i - 1]) + "/Q4_K_M")->exact_bytes);
+    }
+  }
+  EXPECT_EQ(by.at("8B/Q4_K_M")->exact_bytes, 0u);  // no preset: formula only
+  // The seed's conclusion: small models fit every tier, 7B at 8 bits none (40% budget).
+  EXPECT_TRUE(by.at("qwen2.5-0.5b/Q4_K_M")->fits_exact[0]);
+  EXPECT_FALSE(by.at("qwen2.5-7b/Q8_0")->fits_exact[2]);
+  EXPECT_TRUE(std::filesystem::is_empty(o.scratch_dir)) << "header-only files left behind";
+
+  TierOptions bad = o;
+  bad.ram_gib = {0};
+  EXPECT_EQ(plan_tiers(bad).status().code(), Code::kInvalidArgument);
+  bad = o;
+  bad.quants = {"Q9_Z"};
+  EXPECT_EQ(plan_tiers(bad).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

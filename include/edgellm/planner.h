@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "edgellm/status.h"
 
@@ -34,6 +35,7 @@ struct MemoryPlan {
   int32_t n_ctx = 0, n_batch = 0;
   KvType kv_type = KvType::kF16;
   uint64_t ram_bytes = 0, budget_bytes = 0;
+  std::string quant;            // the model's quantization, e.g. "Q4_K_M"
   // The seed's quick formula.
   double formula_bits = 0;      // nominal bits per weight of the quantization (4 for Q4_K_M)
   uint64_t formula_bytes = 0;   // n_params x bits / 8 x 1.2
@@ -52,6 +54,44 @@ struct MemoryPlan {
 };
 
 Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions& options = {});
+
+// What the model is for. The seed (§2.1): 4-bit weights hold up for chat, summaries and
+// intent detection; code and math lose accuracy at 4 bits and want 8.
+enum class Task { kChat, kSummarize, kIntent, kCode, kMath };
+const char* task_name(Task task);
+Result<Task> task_from_name(const std::string& name);  // "chat", "summarize", "intent", ...
+
+struct QuantAdvice {
+  std::string quant;   // "Q4_K_M" or "Q8_0"
+  std::string reason;
+};
+QuantAdvice quant_for_task(Task task);
+
+// The seed's device-tier table, from the formula and from exact shapes: for every synth preset
+// (0.5B-7B) x quantization, a header-only GGUF (SynthOptions::header_only: the real tensor
+// table, no weights) is planned with plan_memory; parameter counts without a preset (2B, 4B,
+// 8B) get the formula only.
+struct TierOptions {
+  std::vector<double> ram_gib = {6, 8, 12};
+  std::vector<std::string> quants = {"Q4_K_M", "Q8_0"};
+  int32_t n_ctx = 2048;
+  int32_t n_batch = 512;
+  KvType kv_type = KvType::kF16;
+  double budget_fraction = 0.40;
+  std::string vocab_path;   // tokenizer GGUF for the header-only files (as SynthOptions)
+  std::string scratch_dir;  // where they are written and removed; "" = the temp directory
+};
+
+struct TierRow {
+  std::string model;        // preset name, or e.g. "8B" for a formula-only row
+  double params_b = 0;      // parameters, billions
+  std::string quant;
+  uint64_t formula_bytes = 0;
+  uint64_t exact_bytes = 0;  // 0 for formula-only rows
+  std::vector<bool> fits_formula, fits_exact;  // one per TierOptions::ram_gib
+};
+
+Result<std::vector<TierRow>> plan_tiers(const TierOptions& options);
 
 // Nominal bits per weight of a quantization name ("Q4_K_M" -> 4, "F16" -> 16); 0 if unknown.
 double nominal_bits(const std::string& quant);

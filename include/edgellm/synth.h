@@ -33,6 +33,13 @@ struct SynthOptions {
   // A GGUF holding the tokenizer (llama.cpp's models/ggml-vocab-qwen2.gguf). Required.
   std::string vocab_path;
   int32_t n_threads = -1;    // quantization threads; -1 = physical cores
+  // Write only the header: the tensor table with the types `type` would give each tensor
+  // (libllama's own per-tensor choice, e.g. Q6_K for the embeddings of a Q4_K_M), and the
+  // weight data as a hole (a sparse file of the full size: no disk blocks, no random
+  // weights, no quantization; instant even for 7B). For plan_memory and `plan --tiers`:
+  // a metadata-only load sees exactly what a real file of this preset and type holds.
+  // Loading its weights gives all-zero weights. Default false.
+  bool header_only = false;
   // Called with a stage ("weights", "quantize") and its progress in [0, 1].
   // Return false to cancel (kCancelled; nothing is left at `output`).
   std::function<bool(const char* stage, float progress)> on_progress;

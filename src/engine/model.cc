@@ -1,5 +1,12 @@
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <exception>
+#include <fstream>
 #include <vector>
 
 #include "core/sys.h"
@@ -15,18 +22,71 @@ std::string meta_str(const llama_model* m, const char* key) {
   return n < 0 ? std::string() : std::string(buf);
 }
 
+// Drops this process's resident pages of the model file's mapping during an mmap load.
+//
+// llama.cpp's CPU backend repacks many quantized weights (Q4_K, Q4_0, ...) into its own
+// interleaved layout: those tensors are read from the mapping once, copied into an anonymous
+// buffer, and never read from the file again; llama.cpp only unmaps the file's head and tail,
+// so the pages of the copied tensors stay resident next to their copies (measured: +582 MiB
+// peak on a 1.5B Q4_K_M, 60% of its weights). Between tensors the loader calls the progress
+// callback; there every page of the mapping is dropped with MADV_DONTNEED. The mapping is
+// read-only and shared, so this loses nothing: tensors that do live in the mapping fault back
+// in from the page cache on first use (the warm-up), and only they stay resident.
+class MappedPageDropper {
+ public:
+  MappedPageDropper(dev_t dev, ino_t ino) : dev_(dev), ino_(ino) {}
+
+  void Drop() {
+    if (!found_) found_ = Find();
+    if (!found_) return;
+    ::madvise(reinterpret_cast<void*>(begin_), end_ - begin_, MADV_DONTNEED);
+  }
+
+ private:
+  // The mapping of (dev, ino) in /proc/self/maps; llama.cpp maps the whole file once.
+  bool Find() {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      uintptr_t b = 0, e = 0;
+      unsigned maj = 0, min = 0;
+      unsigned long long off = 0, ino = 0;
+      char perms[8] = {};
+      if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %7s %llx %x:%x %llu", &b, &e, perms,
+                      &off, &maj, &min, &ino) != 7) {
+        continue;
+      }
+      if (ino == ino_ && maj == major(dev_) && min == minor(dev_) && perms[0] == 'r') {
+        begin_ = b;
+        end_ = e;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  dev_t dev_;
+  ino_t ino_;
+  bool found_ = false;
+  uintptr_t begin_ = 0, end_ = 0;
+};
+
 struct ProgressCtx {
   const std::function<bool(float)>* cb;
+  MappedPageDropper* dropper = nullptr;
   bool cancelled = false;
 };
 
 bool progress_trampoline(float p, void* user) {
   auto* ctx = static_cast<ProgressCtx*>(user);
+  if (ctx->dropper) ctx->dropper->Drop();
   bool go = true;
-  try {
-    go = (*ctx->cb)(p);
-  } catch (...) {
-    go = false;
+  if (*ctx->cb) {
+    try {
+      go = (*ctx->cb)(p);
+    } catch (...) {
+      go = false;
+    }
   }
   if (!go) ctx->cancelled = true;
   return go;
@@ -95,7 +155,13 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
     mp.load_mode = LLAMA_LOAD_MODE_NONE;
   }
   ProgressCtx pctx{&options.on_progress};
-  if (options.on_progress) {
+  std::unique_ptr<MappedPageDropper> dropper;
+  struct stat st {};
+  if (mp.load_mode == LLAMA_LOAD_MODE_MMAP && ::stat(path.c_str(), &st) == 0) {
+    dropper = std::make_unique<MappedPageDropper>(st.st_dev, st.st_ino);
+    pctx.dropper = dropper.get();
+  }
+  if (options.on_progress || pctx.dropper) {
     mp.progress_callback = progress_trampoline;
     mp.progress_callback_user_data = &pctx;
   }

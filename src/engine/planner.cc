@@ -65,10 +65,16 @@ Status dry_run(const Model::Impl& m, int32_t n_ctx, int32_t n_batch, KvType kv, 
   return Status::Ok();
 }
 
-// Vocabulary tables, logits/embedding output buffers, the runtime and allocator slack.
-// Calibrated against measured RSS (docs/planner.md): a fixed part plus the vocabulary.
+// Everything resident that is neither weights, KV cache nor compute buffers: mostly libllama's
+// vocabulary tables (token strings, maps, BPE merges), plus the logits buffer, thread stacks
+// and allocator slack. Calibrated by measurement (docs/device-and-planner.md):
+//  - vocabulary: `edgellm tokens` on llama.cpp's ggml-vocab-qwen2.gguf (a vocabulary-only load)
+//    peaks 52.6 MiB above the bare CLI, 363 bytes per token of its 151,936 (llama-bpe: 541,
+//    gpt-2: 408, llama-spm: 235); 360 per token is used;
+//  - fixed part: what the peak-RSS benchmark (edgellm-membench, 24 rows) left over after
+//    weights + KV + compute + vocabulary: 53-66 MiB in all, about 5 MiB beyond the vocabulary.
 uint64_t runtime_overhead(const ModelInfo& info) {
-  return 40 * kMiB + static_cast<uint64_t>(info.n_vocab) * 160;
+  return 5 * kMiB + static_cast<uint64_t>(info.n_vocab) * 360;
 }
 
 std::string gib(uint64_t b) {
@@ -140,6 +146,7 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
   p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.ram_bytes) * o.budget_fraction);
 
   p.n_params = info.n_params;
+  p.quant = info.quant;
   p.formula_bits = nominal_bits(info.quant);
   p.formula_bytes = formula_bytes(info.n_params, p.formula_bits);
 

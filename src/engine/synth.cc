@@ -16,6 +16,7 @@
 #include "engine/llama_glue.h"
 #include "ggml.h"
 #include "gguf.h"
+#include "llama-ext.h"
 
 namespace edgellm {
 namespace {
@@ -155,6 +156,50 @@ void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_con
   gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
 }
 
+// The types llama_model_quantize gives each tensor of `preset` for `ftype`, through libllama's
+// own per-tensor rules (llama-ext.h: the quantizer's type choice on a mock model), applied
+// to `out`'s tensor table.
+Status set_quantized_types(const SynthPreset& p, llama_ftype ftype,
+                           const std::vector<ggml_tensor*>& tensors, gguf_context* out) {
+  const uint32_t head_dim = static_cast<uint32_t>(p.n_embd / p.n_head);
+  llama_quant_model_desc d{"qwen2",
+                           static_cast<uint32_t>(p.n_embd),
+                           static_cast<uint32_t>(p.n_ff),
+                           static_cast<uint32_t>(p.n_layer),
+                           static_cast<uint32_t>(p.n_head),
+                           static_cast<uint32_t>(p.n_head_kv),
+                           0,
+                           head_dim,
+                           head_dim};
+  llama_model* mock = llama_quant_model_from_metadata(&d);
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.ftype = ftype;
+  quantize_state_impl* qs = llama_quant_init(mock, &qp);
+  Status st;
+  try {
+    std::vector<ggml_tensor*> quantizable;
+    for (ggml_tensor* t : tensors) {
+      if (llama_quant_tensor_allows_quantization(qs, t)) quantizable.push_back(t);
+    }
+    std::vector<ggml_type> types(quantizable.size());
+    llama_quant_compute_types(qs, ftype, quantizable.data(), types.data(), quantizable.size());
+    for (size_t i = 0; i < quantizable.size(); ++i) {
+      // gguf_set_tensor_type asserts (aborts) on a row size its type cannot hold.
+      if (quantizable[i]->ne[0] % ggml_blck_size(types[i]) != 0) {
+        st = Status::Internal(std::string("libllama chose ") + ggml_type_name(types[i]) +
+                              " for " + ggml_get_name(quantizable[i]) + ", whose rows it cannot hold");
+        break;
+      }
+      gguf_set_tensor_type(out, ggml_get_name(quantizable[i]), types[i]);
+    }
+  } catch (const std::exception& e) {
+    st = Status::Internal(std::string("libllama cannot choose tensor types: ") + e.what());
+  }
+  llama_quant_free(qs);
+  llama_model_free(mock);
+  return st;
+}
+
 void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, int64_t n) {
   if (t.init == TensorSpec::kOnes) {
     for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f;
@@ -167,7 +212,10 @@ void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, 
 }
 
 // Writes the unquantized (F16 or F32) model to `path`.
-Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, const std::string& path) {
+// Writes the F16 (or F32) base model with random weights; with header_only, the header of the
+// `ftype` model and a hole of the data's size instead.
+Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_ftype ftype,
+                  const std::string& path) {
   engine::ensure_backend();
   gguf_init_params vp{/*no_alloc=*/true, /*ctx=*/nullptr};
   GgufPtr vocab(gguf_init_from_file(o.vocab_path.c_str(), vp));
@@ -194,12 +242,31 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, const s
     tensors.push_back(t);
     total += ggml_nbytes(t);
   }
+  if (o.header_only && !f32 && ftype != LLAMA_FTYPE_MOSTLY_F16) {
+    EDGELLM_RETURN_IF_ERROR(set_quantized_types(p, ftype, tensors, out.get()));
+    gguf_set_val_u32(out.get(), "general.file_type", static_cast<uint32_t>(ftype));
+    gguf_set_val_u32(out.get(), "general.quantization_version", GGML_QNT_VERSION);
+  }
 
   std::unique_ptr<FILE, FileClose> f(std::fopen(path.c_str(), "wb"));
   if (!f) return Status::Unavailable("cannot create " + path + ": " + std::strerror(errno));
   std::vector<uint8_t> meta(gguf_get_meta_size(out.get()));
   gguf_get_meta_data(out.get(), meta.data());
   bool ok = std::fwrite(meta.data(), 1, meta.size(), f.get()) == meta.size();
+  if (o.header_only) {
+    // The data section as a hole: the offset of the last tensor plus its padded size.
+    const int64_t last = gguf_get_n_tensors(out.get()) - 1;
+    const size_t align = gguf_get_alignment(out.get());
+    size_t data = gguf_get_tensor_offset(out.get(), last) + gguf_get_tensor_size(out.get(), last);
+    data = (data + align - 1) / align * align;
+    ok = ok && std::fflush(f.get()) == 0 &&
+         ::ftruncate(::fileno(f.get()), static_cast<off_t>(meta.size() + data)) == 0;
+    if (!ok) {
+      return Status::ResourceExhausted("writing " + path + " failed: " + std::strerror(errno));
+    }
+    if (o.on_progress) o.on_progress("header", 1.0f);
+    return Status::Ok();
+  }
 
   const size_t align = gguf_get_alignment(out.get());
   constexpr int64_t kChunk = 1 << 20;
@@ -269,13 +336,14 @@ Status synth_model(const SynthOptions& o) {
     return Status::InvalidArgument("unknown type '" + o.type +
                                    "': use F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0, ...");
   }
-  const bool base_only = ftype == LLAMA_FTYPE_ALL_F32 || ftype == LLAMA_FTYPE_MOSTLY_F16;
+  const bool base_only =
+      o.header_only || ftype == LLAMA_FTYPE_ALL_F32 || ftype == LLAMA_FTYPE_MOSTLY_F16;
   // Unique temporaries: concurrent writers of the same output never share a partial file.
   const std::string suffix = ".partial." + std::to_string(::getpid());
   const std::string tmp_out = o.output + suffix;
   const std::string tmp_base = o.output + ".base" + suffix;
   const std::string base = base_only ? tmp_out : tmp_base;
-  Status st = write_base(*preset, o, ftype == LLAMA_FTYPE_ALL_F32, base);
+  Status st = write_base(*preset, o, ftype == LLAMA_FTYPE_ALL_F32, ftype, base);
   if (st.ok() && !base_only) {
     if (o.on_progress && !o.on_progress("quantize", 0.0f)) st = Status::Cancelled("synth cancelled");
     if (st.ok()) {

@@ -17,6 +17,8 @@ Action add_synth(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "Weight seed (default 1)");
   cmd->add_option("--vocab", o.vocab_path, "Tokenizer GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf)");
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
+  cmd->add_flag("--header-only", o.header_only,
+                "Header and tensor table only, weights as a sparse hole (for planning)");
   cmd->add_flag("--list", list, "List the presets");
   return [] {
     if (list) {

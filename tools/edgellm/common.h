@@ -17,6 +17,7 @@ Action add_info(CLI::App& app);
 Action add_synth(CLI::App& app);
 Action add_plan(CLI::App& app);
 Action add_tokens(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 // "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
 edgellm::Result<uint64_t> parse_size(const std::string& text);

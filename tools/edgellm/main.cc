@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   cli::Action synth = cli::add_synth(app);
   cli::Action plan = cli::add_plan(app);
   cli::Action tokens = cli::add_tokens(app);
+  cli::Action bench = cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,5 +24,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("synth")) return synth();
   if (app.got_subcommand("plan")) return plan();
   if (app.got_subcommand("tokens")) return tokens();
+  if (app.got_subcommand("bench")) return bench();
   return 2;
 }
