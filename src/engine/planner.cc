@@ -190,8 +190,9 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
     } else {
       p.advice = "needs " + gib(p.total_bytes) + ", budget is " + gib(p.budget_bytes) +
                  ": the weights alone take " + gib(p.weights_bytes) +
-                 "; use a smaller model or a lower-bit quantization (e.g. Q4_K_M), "
-                 "or fall back to the cloud on this device";
+                 (p.formula_bits > 4 ? "; use a lower-bit quantization (e.g. Q4_K_M) or a smaller model"
+                                     : "; use a smaller model") +
+                 ", or fall back to the cloud on this device";
     }
   }
   return p;
