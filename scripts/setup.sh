@@ -13,7 +13,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 pkgs=(build-essential cmake ninja-build ccache git ca-certificates openssl
       libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
       libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
-      clang-14 libclang-rt-14-dev)  # clang: the libFuzzer target (fuzz/)
+      clang-14 libclang-rt-14-dev nginx)  # clang: the fuzzer; nginx: store tests
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v node >/dev/null 2>&1 || missing+=(nodejs)

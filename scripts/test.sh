@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs every test (unit, model, CLI, and their ASan+UBSan
-# twins) in one ctest invocation.
+# Sets everything up, builds, starts the servers the tests need (nginx on loopback), and runs
+# every test (unit, model, CLI, store, fuzz, and the ASan+UBSan twins) in one ctest invocation.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
+printf '\n==> starting nginx on loopback (store tests pull from a stock server)\n' >&2
+read -r EDGELLM_NGINX_URL EDGELLM_NGINX_ROOT < <(bash scripts/nginx.sh start)
+export EDGELLM_NGINX_URL EDGELLM_NGINX_ROOT
+trap 'bash scripts/nginx.sh stop' EXIT
 printf '\n==> running tests\n' >&2
 ctest --test-dir build --output-on-failure -j "${EDGELLM_TEST_JOBS:-2}" --timeout 900

@@ -3,8 +3,10 @@
 
 #include "edgellm/device.h"
 #include "edgellm/model.h"
+#include "edgellm/package.h"
 #include "edgellm/planner.h"
 #include "edgellm/power.h"
+#include "edgellm/quantize.h"
 #include "edgellm/session.h"
 #include "edgellm/status.h"
 #include "edgellm/synth.h"

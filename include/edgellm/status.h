@@ -23,6 +23,8 @@ enum class Code : int32_t {
   kResourceExhausted = 400,  // memory, disk or context space ran out
   kCancelled = 500,          // the caller asked to stop
   kUnavailable = 600,        // a dependency (server, device) cannot serve now
+  kFailedPrecondition = 700, // valid, but this build or state cannot take it (e.g. a package
+                             // made for another runtime format or toolchain)
   kInternal = 900,           // a bug in edgellm or the library under it
 };
 
@@ -43,6 +45,9 @@ class [[nodiscard]] Status {
   }
   static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
+  static Status FailedPrecondition(std::string m) {
+    return {Code::kFailedPrecondition, std::move(m)};
+  }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }

@@ -11,6 +11,7 @@ const char* code_name(Code code) {
     case Code::kResourceExhausted: return "resource_exhausted";
     case Code::kCancelled: return "cancelled";
     case Code::kUnavailable: return "unavailable";
+    case Code::kFailedPrecondition: return "failed_precondition";
     case Code::kInternal: return "internal";
   }
   return "unknown";

@@ -18,6 +18,11 @@ Action add_synth(CLI::App& app);
 Action add_plan(CLI::App& app);
 Action add_tokens(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_quantize(CLI::App& app);
+Action add_pack(CLI::App& app);
+Action add_serve(CLI::App& app);
+// pull, models, rm, verify (the model store)
+Action add_store(CLI::App& app);
 
 // "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
 edgellm::Result<uint64_t> parse_size(const std::string& text);

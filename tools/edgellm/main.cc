@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
   cli::Action plan = cli::add_plan(app);
   cli::Action tokens = cli::add_tokens(app);
   cli::Action bench = cli::add_bench(app);
+  cli::Action quantize = cli::add_quantize(app);
+  cli::Action pack = cli::add_pack(app);
+  cli::Action serve = cli::add_serve(app);
+  cli::Action store = cli::add_store(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,5 +29,11 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("plan")) return plan();
   if (app.got_subcommand("tokens")) return tokens();
   if (app.got_subcommand("bench")) return bench();
+  if (app.got_subcommand("serve-models")) return serve();
+  for (const char* s : {"pull", "models", "rm", "verify"}) {
+    if (app.got_subcommand(s)) return store();
+  }
+  if (app.got_subcommand("quantize")) return quantize();
+  if (app.got_subcommand("pack")) return pack();
   return 2;
 }
