@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "edgellm/edgellm.h"
 #include "edgellm/gguf_check.h"
 #include "edgellm/store.h"
+#include "store/download_fetch.h"
 #include "store/sha256.h"
 
 namespace edgellm {
@@ -74,8 +76,7 @@ Result<std::string> fetch_text(const std::string& url) {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
     return Status::InvalidArgument("unsupported URL '" + url + "': use http://, https:// or file://");
   }
-  static const bool inited = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  (void)inited;
+  store::curl_init_once();
   CURL* c = curl_easy_init();
   if (!c) return Status::Internal("curl_easy_init failed");
   std::string body;
@@ -339,18 +340,32 @@ Status ModelStore::Verify(const std::string& id, std::optional<uint32_t> version
     return Status::CorruptData(im.path + " has " + std::to_string(size) + " bytes, the manifest says " +
                                std::to_string(m.size) + ": reinstall " + id);
   }
+  // One pass: each chunk's hash and the whole file's.
+  std::ifstream f(im.path, std::ios::binary);
+  if (!f) return Status::Unavailable("cannot read " + im.path);
+  store::Sha256 whole;
+  std::vector<char> buf(1 << 20);
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     const uint64_t off = i * m.chunk_size;
-    auto h = store::sha256_file(im.path, off, std::min<uint64_t>(m.chunk_size, m.size - off));
-    if (!h.ok()) return h.status();
-    if (*h != m.chunks[i]) {
+    uint64_t left = std::min<uint64_t>(m.chunk_size, m.size - off);
+    store::Sha256 chunk;
+    while (left > 0) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+      if (!f.read(buf.data(), static_cast<std::streamsize>(n))) {
+        return Status::Unavailable("read error on " + im.path + ": reinstall " + id);
+      }
+      chunk.Update(buf.data(), n);
+      whole.Update(buf.data(), n);
+      left -= n;
+    }
+    if (chunk.HexDigest() != m.chunks[i]) {
       return Status::CorruptData(im.path + ": chunk " + std::to_string(i) + " (bytes " +
                                  std::to_string(off) + "+) does not match its sha256: reinstall " + id);
     }
   }
-  auto whole = store::sha256_file(im.path);
-  if (!whole.ok()) return whole.status();
-  if (*whole != m.sha256) return Status::CorruptData(im.path + " does not match its sha256: reinstall " + id);
+  if (whole.HexDigest() != m.sha256) {
+    return Status::CorruptData(im.path + " does not match its sha256: reinstall " + id);
+  }
   return Status::Ok();
 }
 

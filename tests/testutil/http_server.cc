@@ -1,16 +1,5 @@
 #include "testutil/http_server.h"
 
-// Debian's libcpp-httplib is the split build (declarations here, code in libcpp-httplib.so)
-// compiled with these three (its cpp-httplib.pc); the class layouts only match with them.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
 #include <httplib.h>
 
 #include <algorithm>

@@ -14,17 +14,6 @@
 #include <memory>
 #include <thread>
 
-// Debian's libcpp-httplib is a split build compiled with these (see its cpp-httplib.pc); the
-// class layouts only match with them defined.
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-#define CPPHTTPLIB_OPENSSL_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_ZLIB_SUPPORT
-#define CPPHTTPLIB_ZLIB_SUPPORT
-#endif
-#ifndef CPPHTTPLIB_BROTLI_SUPPORT
-#define CPPHTTPLIB_BROTLI_SUPPORT
-#endif
 #include <httplib.h>
 
 #include "common.h"
