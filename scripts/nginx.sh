@@ -29,6 +29,9 @@ http {
     root $dir/www;
     # 30 MB/s per connection: a pull lasts long enough for the tests to kill it mid-way.
     location / { autoindex off; limit_rate 30m; }
+    # For bench/download_bench.sh: unthrottled, and the same folder at 100 MB/s per connection.
+    location /bench/ { autoindex off; }
+    location /bench-100m/ { alias $dir/www/bench/; limit_rate 100m; }
   }
 }
 CONF

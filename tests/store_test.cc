@@ -389,5 +389,88 @@ TEST(StoreNginxTest, PullKillResumeFromStockNginx) {
   fs::remove_all(root);
 }
 
+// Faults a stock server produces on its own, without a fault-injecting handler: a URL it does
+// not have (404, not retried), a file replaced by a shorter one (Content-Range total !=
+// manifest), and a file that rotted on the server (one flipped byte: the chunk fails its hash
+// on every attempt; the chunks verified before are kept and reused once the server is fixed).
+// The installed version stays active and intact through all of them.
+TEST(StoreNginxTest, FaultsFromStockNginx) {
+  const char* url = std::getenv("EDGELLM_NGINX_URL");
+  const char* www = std::getenv("EDGELLM_NGINX_ROOT");
+  ASSERT_TRUE(url && www) << "run through scripts/test.sh, or start nginx with scripts/nginx.sh "
+                             "start and export EDGELLM_NGINX_URL and EDGELLM_NGINX_ROOT";
+  const std::string sub = "edgellm-faults-" + std::to_string(::getpid());
+  const std::string base = std::string(url) + "/" + sub;
+  PackOptions po;
+  po.id = kId;
+  po.chunk_size = 1 << 20;
+  po.version = 1;
+  po.out_dir = std::string(www) + "/" + sub + "/v1";
+  auto m1 = pack_model(testutil::synth_model("tiny", "Q8_0"), po);
+  ASSERT_TRUE(m1.ok()) << m1.status().ToString();
+  po.version = 2;
+  po.out_dir = std::string(www) + "/" + sub + "/v2";
+  auto m2 = pack_model(testutil::synth_model("tiny", "Q4_0"), po);
+  ASSERT_TRUE(m2.ok()) << m2.status().ToString();
+  const std::string served = po.out_dir + "/" + m2->file;
+
+  StoreOptions so;
+  so.root = testutil::scratch_dir("nginx-faults");
+  auto s = ModelStore::Open(so);
+  ASSERT_TRUE(s.ok());
+  InstallOptions io;
+  io.download.max_retries = 2;
+  io.download.backoff_ms = 10;
+  ASSERT_TRUE((*s)->Install(base + "/v1/manifest.json", io).ok());
+  auto intact = [&] {
+    auto act = (*s)->Active(kId);
+    return act.ok() && act->version == 1 && (*s)->Verify(kId).ok();
+  };
+
+  auto missing = (*s)->Install(base + "/nowhere/manifest.json", io);
+  EXPECT_EQ(missing.status().code(), Code::kNotFound) << missing.status().ToString();
+  EXPECT_TRUE(intact());
+
+  // The served file replaced by a shorter one: nginx answers with its real size.
+  fs::copy_file(served, served + ".orig");
+  fs::resize_file(served, m2->size / 2);
+  auto shorter = (*s)->Install(base + "/v2/manifest.json", io);
+  EXPECT_EQ(shorter.status().code(), Code::kCorruptData) << shorter.status().ToString();
+  EXPECT_NE(shorter.status().message().find("do not match"), std::string::npos)
+      << shorter.status().ToString();
+  EXPECT_TRUE(intact());
+  fs::copy_file(served + ".orig", served, fs::copy_options::overwrite_existing);
+
+  // One flipped byte in chunk 3 of the served v2.
+  const uint64_t bad_at = 3 * m2->chunk_size + 12345;
+  auto flip = [&] {
+    std::fstream f(served, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(bad_at));
+    const char c = static_cast<char>(f.get() ^ 0x40);
+    f.seekp(static_cast<std::streamoff>(bad_at));
+    f.put(c);
+  };
+  flip();
+  DownloadReport report;
+  io.report = &report;
+  auto rotten = (*s)->Install(base + "/v2/manifest.json", io);
+  EXPECT_EQ(rotten.status().code(), Code::kCorruptData) << rotten.status().ToString();
+  EXPECT_NE(rotten.status().message().find("chunk 3"), std::string::npos)
+      << rotten.status().ToString();
+  EXPECT_TRUE(intact());
+  flip();  // the server's copy repaired
+  auto v2 = (*s)->Install(base + "/v2/manifest.json", io);
+  ASSERT_TRUE(v2.ok()) << v2.status().ToString();
+  EXPECT_EQ(v2->version, 2u);
+  // Chunks 0-2 were verified before chunk 3 failed its third attempt: they are reused.
+  EXPECT_GE(report.chunks_reused, 3);
+  EXPECT_EQ(report.chunks_reused + report.chunks_fetched, report.chunks_total);
+  EXPECT_EQ(report.refetches, 0);
+  EXPECT_TRUE((*s)->Verify(kId).ok());
+
+  fs::remove_all(std::string(www) + "/" + sub);
+  fs::remove_all(so.root);
+}
+
 }  // namespace
 }  // namespace edgellm

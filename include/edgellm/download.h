@@ -2,11 +2,13 @@
 //
 // The file is written into `dest + ".partial"` (preallocated to its full size) with one HTTP
 // Range request per chunk. A chunk counts as done only once its bytes are on disk (fsync'd)
-// and their SHA-256, re-read from the file, matches the manifest; then its index is appended
-// to `dest + ".journal"` and fsync'd. A later call re-verifies every journal entry against the
-// file's bytes and fetches everything else, so a crash or `kill -9` at any moment costs at
-// most the chunks that were in flight. At the end the whole file is checked against
-// spec.sha256 and renamed to `dest`. Design, journal format and fault matrix: docs/download.md.
+// and their SHA-256, taken as they were written, matches the manifest; then its index is
+// appended to `dest + ".journal"` and fsync'd. A later call re-verifies every journal entry
+// against the file's bytes and fetches everything else, so a crash or `kill -9` at any moment
+// costs at most the chunks that were in flight. At the end the whole file is checked against
+// spec.sha256 and renamed to `dest`; that whole-file hash advances in file order while later
+// chunks are still downloading, so little of it is left once the last chunk lands. Design,
+// journal format and fault matrix: docs/download.md.
 //
 // Thread safety: download() may be called from any thread; concurrent calls for the same
 // `dest` are refused (kUnavailable: the partial file is locked). Callbacks run on the thread
@@ -78,6 +80,11 @@ struct DownloadReport {
   int retries = 0;           // attempts repeated after a transient failure (incl. refetches)
   int refetches = 0;         // chunk attempts whose SHA-256 did not match the manifest
   double seconds = 0;        // wall time of the call
+  // Where the time went (seconds; the first two are summed over the worker threads, so with
+  // concurrency they overlap the transfer and each other):
+  double hash_seconds = 0;  // SHA-256 of chunks (as written) and of the whole file (read back)
+  double sync_seconds = 0;  // fdatasync of the file and fsync of the journal
+  double tail_seconds = 0;  // after the last chunk landed: rest of the whole-file hash + commit
 };
 
 // Downloads spec.url into spec.dest. Errors (each message names the URL or file):

@@ -82,6 +82,7 @@ class Downloader {
     fetch_.stall_seconds = options.stall_seconds;
     fetch_.stop = [this] { return Stopping(); };
     fetch_.bytes_fetched = &bytes_fetched_;
+    fetch_.hash_us = &hash_us_;
   }
 
   Result<DownloadReport> Run();
@@ -96,7 +97,9 @@ class Downloader {
   void Transfer();
   void Worker();
   Status FetchChunk(RangeFetcher& fetcher, int index);
-  FetchResult CheckAndRecord(int index);
+  FetchResult CheckAndRecord(int index, const std::string& sha256);
+  bool WholeReady();
+  Status AdvanceWhole();
   bool SleepBackoff(int attempt) const;
   bool EmitProgress();
 
@@ -107,16 +110,40 @@ class Downloader {
   DownloadReport report_;
   std::chrono::steady_clock::time_point transfer_start_ = std::chrono::steady_clock::now();
 
-  std::mutex mu_;  // guards pending_, next_, running_, error_
-  std::condition_variable cv_;
+  std::mutex mu_;  // guards pending_, next_, running_, error_, verified_
+  std::condition_variable cv_;  // a worker ended or a chunk was verified
   std::vector<int> pending_;
   size_t next_ = 0;
   int running_ = 0;
   Status error_;  // the first real failure of a worker
   bool cancelled_ = false;
+  std::vector<char> verified_;  // per chunk: on disk, hash matched, journaled
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> bytes_fetched_{0}, bytes_done_{0};
   std::atomic<int> chunks_done_{0}, retries_{0}, refetches_{0};
+  std::atomic<int64_t> hash_us_{0}, sync_us_{0};
+
+  // The whole-file SHA-256, fed in file order by the calling thread while the workers fetch:
+  // chunk whole_next_ as soon as it and every chunk before it are verified. Calling thread only.
+  store::Sha256 whole_;
+  size_t whole_next_ = 0;
+};
+
+// Adds the time since construction to a microsecond counter.
+class TimeInto {
+ public:
+  explicit TimeInto(std::atomic<int64_t>* us) : us_(us) {}
+  ~TimeInto() {
+    *us_ += std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - t0_)
+                .count();
+  }
+  TimeInto(const TimeInto&) = delete;
+  TimeInto& operator=(const TimeInto&) = delete;
+
+ private:
+  std::atomic<int64_t>* us_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 // Journal entries are claims, not facts: each is re-hashed from the file's bytes. Spread over
@@ -130,6 +157,7 @@ Status Downloader::VerifyJournal() {
     threads.emplace_back([&, t] {
       for (size_t k = static_cast<size_t>(t); k < listed.size();
            k += static_cast<size_t>(opt_.concurrency)) {
+        TimeInto timer(&hash_us_);
         auto h = file_->HashRange(ChunkOffset(listed[k]), ChunkLength(listed[k]));
         if (!h.ok() && h.status().code() != Code::kCorruptData) {
           errors[static_cast<size_t>(t)] = h.status();
@@ -147,6 +175,7 @@ Status Downloader::VerifyJournal() {
     if (!ok[k]) continue;
     verified.push_back(listed[k]);
     done[static_cast<size_t>(listed[k])] = 1;
+    verified_[static_cast<size_t>(listed[k])] = 1;
     bytes_done_ += ChunkLength(listed[k]);
   }
   report_.chunks_reused = static_cast<int>(verified.size());
@@ -170,33 +199,59 @@ bool Downloader::SleepBackoff(int attempt) const {
   return !Stopping();
 }
 
-// The bytes count only once they are durable and hash-verified from the file itself.
-FetchResult Downloader::CheckAndRecord(int index) {
-  Status st = file_->Sync();
-  if (!st.ok()) return {FetchOutcome::kFatal, st};
+// The bytes count only once they are durable and their hash (taken as they were written)
+// matches the manifest.
+FetchResult Downloader::CheckAndRecord(int index, const std::string& sha256) {
+  Status st;
+  {
+    TimeInto timer(&sync_us_);
+    st = file_->Sync();
+  }
+  if (!st.ok()) return {FetchOutcome::kFatal, st, {}};
   const uint64_t off = ChunkOffset(index), len = ChunkLength(index);
-  auto h = file_->HashRange(off, len);
-  if (!h.ok()) return {FetchOutcome::kFatal, h.status()};
-  if (*h != spec_.chunks[static_cast<size_t>(index)]) {
+  if (sha256 != spec_.chunks[static_cast<size_t>(index)]) {
     ++refetches_;
     return {FetchOutcome::kTransient,
             Status::CorruptData("chunk " + std::to_string(index) + " (bytes " +
                                 std::to_string(off) + "-" + std::to_string(off + len - 1) +
-                                ") from " + spec_.url + " has SHA-256 " + *h +
-                                ", the manifest says " + spec_.chunks[static_cast<size_t>(index)])};
+                                ") from " + spec_.url + " has SHA-256 " + sha256 +
+                                ", the manifest says " + spec_.chunks[static_cast<size_t>(index)]),
+            {}};
   }
-  st = file_->AppendJournal(index);
-  if (!st.ok()) return {FetchOutcome::kFatal, st};
+  {
+    TimeInto timer(&sync_us_);
+    st = file_->AppendJournal(index);
+  }
+  if (!st.ok()) return {FetchOutcome::kFatal, st, {}};
   bytes_done_ += len;
   ++chunks_done_;
-  return {FetchOutcome::kOk, Status::Ok()};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    verified_[static_cast<size_t>(index)] = 1;
+  }
+  cv_.notify_all();
+  return {FetchOutcome::kOk, Status::Ok(), {}};
+}
+
+// Under mu_: the next chunk of the whole-file hash is verified.
+bool Downloader::WholeReady() {
+  return whole_next_ < verified_.size() && verified_[whole_next_];
+}
+
+// Feeds chunk whole_next_ (verified) into the whole-file hash, read back from the file.
+Status Downloader::AdvanceWhole() {
+  const int i = static_cast<int>(whole_next_);
+  TimeInto timer(&hash_us_);
+  EDGELLM_RETURN_IF_ERROR(file_->HashInto(&whole_, ChunkOffset(i), ChunkLength(i)));
+  ++whole_next_;
+  return Status::Ok();
 }
 
 Status Downloader::FetchChunk(RangeFetcher& fetcher, int index) {
   for (int attempt = 0;; ++attempt) {
     if (Stopping()) return Status::Cancelled("stopped");
     FetchResult r = fetcher.Fetch(ChunkOffset(index), ChunkLength(index));
-    if (r.outcome == FetchOutcome::kOk) r = CheckAndRecord(index);
+    if (r.outcome == FetchOutcome::kOk) r = CheckAndRecord(index, r.sha256);
     if (r.outcome == FetchOutcome::kOk) return Status::Ok();
     if (r.outcome != FetchOutcome::kTransient) return r.status;
     if (attempt >= opt_.max_retries) {
@@ -250,7 +305,8 @@ bool Downloader::EmitProgress() {
   return opt_.on_progress(p);
 }
 
-// Workers pull chunk indices; this (the caller's) thread reports progress and watches cancel.
+// Workers pull chunk indices; this (the caller's) thread advances the whole-file hash over
+// the verified front of the file, reports progress and watches cancel.
 void Downloader::Transfer() {
   transfer_start_ = std::chrono::steady_clock::now();
   if (!EmitProgress()) cancelled_ = true;
@@ -260,16 +316,29 @@ void Downloader::Transfer() {
   std::vector<std::thread> workers;
   running_ = n;
   for (int i = 0; i < n; ++i) workers.emplace_back([this] { Worker(); });
+  auto next_emit = std::chrono::steady_clock::now() + kProgressEvery;
   std::unique_lock<std::mutex> lock(mu_);
   while (running_ > 0) {
-    cv_.wait_for(lock, kProgressEvery);
-    if (running_ == 0) break;
+    const bool ready = !Stopping() && WholeReady();
     lock.unlock();
-    if (!EmitProgress()) {
-      cancelled_ = true;
-      stop_ = true;
+    if (ready) {
+      Status st = AdvanceWhole();
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (error_.ok()) error_ = st;
+        stop_ = true;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= next_emit) {
+      next_emit = std::chrono::steady_clock::now() + kProgressEvery;
+      if (!EmitProgress()) {
+        cancelled_ = true;
+        stop_ = true;
+      }
     }
     lock.lock();
+    cv_.wait_until(lock, next_emit,
+                   [this] { return running_ == 0 || (!Stopping() && WholeReady()); });
   }
   lock.unlock();
   for (auto& w : workers) w.join();
@@ -277,6 +346,7 @@ void Downloader::Transfer() {
 
 Result<DownloadReport> Downloader::Run() {
   const auto t0 = std::chrono::steady_clock::now();
+  verified_.assign(spec_.chunks.size(), 0);
   EDGELLM_RETURN_IF_ERROR(file_->Preallocate());
   EDGELLM_RETURN_IF_ERROR(VerifyJournal());
   Transfer();
@@ -292,18 +362,25 @@ Result<DownloadReport> Downloader::Run() {
         "download of " + spec_.dest + " cancelled with " + std::to_string(chunks_done_.load()) +
         " of " + std::to_string(spec_.chunks.size()) + " chunks verified; run it again to resume");
   }
-  auto whole = file_->HashRange(0, spec_.size);
-  if (!whole.ok()) return whole.status();
-  if (*whole != spec_.sha256) {
+  const auto tail0 = std::chrono::steady_clock::now();
+  while (whole_next_ < verified_.size()) EDGELLM_RETURN_IF_ERROR(AdvanceWhole());
+  const std::string whole = whole_.HexDigest();
+  if (whole != spec_.sha256) {
     file_->Discard();
-    return Status::CorruptData("downloaded " + spec_.dest + " has SHA-256 " + *whole +
+    return Status::CorruptData("downloaded " + spec_.dest + " has SHA-256 " + whole +
                                " but the manifest says " + spec_.sha256 +
                                " although every chunk matched: the manifest is inconsistent; "
                                "the partial file was deleted");
   }
-  EDGELLM_RETURN_IF_ERROR(file_->Commit());
+  {
+    TimeInto timer(&sync_us_);
+    EDGELLM_RETURN_IF_ERROR(file_->Commit());
+  }
+  report_.tail_seconds = ms_since(tail0) / 1000.0;
   EmitProgress();
   report_.seconds = ms_since(t0) / 1000.0;
+  report_.hash_seconds = static_cast<double>(hash_us_.load()) / 1e6;
+  report_.sync_seconds = static_cast<double>(sync_us_.load()) / 1e6;
   return report_;
 }
 
@@ -320,7 +397,7 @@ bool already_complete(const DownloadSpec& spec, DownloadReport* report) {
   if (!h.ok() || *h != spec.sha256) return false;
   std::filesystem::remove(spec.dest + ".journal", ec);
   report->chunks_total = report->chunks_reused = static_cast<int>(spec.chunks.size());
-  report->seconds = ms_since(t0) / 1000.0;
+  report->seconds = report->hash_seconds = ms_since(t0) / 1000.0;
   return true;
 }
 

@@ -1,6 +1,7 @@
 #include "store/download_fetch.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -10,9 +11,12 @@
 #include <mutex>
 
 #include "store/download_journal.h"
+#include "store/sha256.h"
 
 namespace edgellm::store {
 namespace {
+
+constexpr uint64_t kWritebackEvery = uint64_t{1} << 20;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -54,6 +58,8 @@ struct RangeFetcher::Transfer {
   bool checked = false;        // status and Content-Range accepted
   enum class Abort { kNone, kStatus, kRange, kTooLong, kWrite } abort = Abort::kNone;
   int write_errno = 0;
+  Sha256 hash;               // of the bytes written so far
+  uint64_t writeback_from = 0;  // received bytes before this already have writeback started
   // Stall detection: libcurl's LOW_SPEED check averages over a ~5 s window, so a burst
   // followed by silence would be noticed late; this notices "no byte for stall_seconds".
   curl_off_t last_dlnow = 0;
@@ -102,7 +108,23 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     }
     done += static_cast<size_t>(w);
   }
+  const auto h0 = std::chrono::steady_clock::now();
+  t->hash.Update(data, len);
+  if (t->config->hash_us) {
+    *t->config->hash_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - h0)
+                               .count();
+  }
   t->received += len;
+#ifdef __linux__
+  // Start writeback of every full MiB now, so the fdatasync at the chunk's end waits for the
+  // last MiB only instead of stalling the transfer for the whole chunk.
+  if (t->received - t->writeback_from >= kWritebackEvery) {
+    ::sync_file_range(t->config->fd, static_cast<off_t>(t->offset + t->writeback_from),
+                      static_cast<off_t>(t->received - t->writeback_from), SYNC_FILE_RANGE_WRITE);
+    t->writeback_from = t->received;
+  }
+#endif
   return len;
 }
 
@@ -168,7 +190,9 @@ FetchResult RangeFetcher::Fetch(uint64_t offset, uint64_t length) {
   curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
   errbuf_[0] = '\0';
   const CURLcode rc = curl_easy_perform(c);
-  return Classify(static_cast<int>(rc), t);
+  FetchResult r = Classify(static_cast<int>(rc), t);
+  if (r.outcome == FetchOutcome::kOk) r.sha256 = t.hash.HexDigest();
+  return r;
 }
 
 FetchResult RangeFetcher::Classify(int curl_code, const Transfer& t) const {

@@ -1,5 +1,5 @@
-// One HTTP Range request for one chunk, written with pwrite at the chunk's offset, and the
-// verdict on how it failed: transient (retry), permanent, cancelled, or fatal (local disk).
+// One HTTP Range request for one chunk, written with pwrite at the chunk's offset and hashed
+// as it is written, and the verdict on how it failed: transient (retry), permanent, cancelled, or fatal (local disk).
 //
 // Thread safety: a RangeFetcher (one libcurl easy handle, kept for connection reuse) is used
 // by one thread at a time; several fetchers may write to the same fd concurrently.
@@ -24,7 +24,8 @@ enum class FetchOutcome {
 
 struct FetchResult {
   FetchOutcome outcome = FetchOutcome::kOk;
-  Status status;  // why, when not kOk
+  Status status;       // why, when not kOk
+  std::string sha256;  // kOk: SHA-256 of the body bytes exactly as written to the file
 };
 
 struct FetchConfig {
@@ -36,6 +37,7 @@ struct FetchConfig {
   int stall_seconds = 15;      // no byte (or under kStallBytesPerSecond) this long = stalled
   std::function<bool()> stop;  // polled during transfers; true aborts (kCancelled)
   std::atomic<uint64_t>* bytes_fetched = nullptr;  // every body byte received is added here
+  std::atomic<int64_t>* hash_us = nullptr;         // microseconds spent hashing are added here
 };
 
 // "Stalled" means under this many bytes per second for FetchConfig::stall_seconds.

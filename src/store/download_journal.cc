@@ -155,6 +155,11 @@ Status PartialFile::Preallocate() {
 
 Result<std::string> PartialFile::HashRange(uint64_t offset, uint64_t length) const {
   Sha256 h;
+  EDGELLM_RETURN_IF_ERROR(HashInto(&h, offset, length));
+  return h.HexDigest();
+}
+
+Status PartialFile::HashInto(Sha256* h, uint64_t offset, uint64_t length) const {
   std::vector<unsigned char> buf(static_cast<size_t>(std::min<uint64_t>(length, 1 << 20)) + 1);
   uint64_t done = 0;
   while (done < length) {
@@ -164,10 +169,10 @@ Result<std::string> PartialFile::HashRange(uint64_t offset, uint64_t length) con
     if (n < 0)
       return Status::Unavailable("cannot read " + partial_path_ + ": " + errno_text(errno));
     if (n == 0) return Status::CorruptData(partial_path_ + " is shorter than expected");
-    h.Update(buf.data(), static_cast<size_t>(n));
+    h->Update(buf.data(), static_cast<size_t>(n));
     done += static_cast<uint64_t>(n);
   }
-  return h.HexDigest();
+  return Status::Ok();
 }
 
 Status PartialFile::Sync() const {

@@ -13,6 +13,7 @@
 
 #include "edgellm/download.h"
 #include "edgellm/status.h"
+#include "store/sha256.h"
 
 namespace edgellm::store {
 
@@ -38,6 +39,8 @@ class PartialFile {
   Status Preallocate();
   // SHA-256 of [offset, offset + length) of the partial file, read back with pread.
   Result<std::string> HashRange(uint64_t offset, uint64_t length) const;
+  // Feeds [offset, offset + length) of the partial file, read back with pread, into `hash`.
+  Status HashInto(Sha256* hash, uint64_t offset, uint64_t length) const;
   // fdatasync of the partial file.
   Status Sync() const;
   // Replaces the journal (atomically: temp file, fsync, rename) with a header and `verified`.
