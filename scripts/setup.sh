@@ -13,11 +13,17 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 pkgs=(build-essential cmake ninja-build ccache git ca-certificates openssl
       libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
       libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
-      clang-14 libclang-rt-14-dev nginx)  # clang: the fuzzer; nginx: store tests
+      clang-14 libclang-rt-14-dev nginx   # clang: the fuzzer; nginx: store tests
+      chromium)                           # the web demo's end-to-end test
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# Node's C headers for the addon: part of nodesource's nodejs, in libnode-dev on Debian's.
+if ! command -v node >/dev/null 2>&1 ||
+   [ ! -f "$(node -p "require('path').resolve(process.execPath, '../../include/node')" 2>/dev/null)/node_api.h" ]; then
+  missing+=(libnode-dev)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   step "installing Debian packages: ${missing[*]}"
   if [ "$(id -u)" != 0 ]; then
@@ -46,4 +52,8 @@ if [ $# -gt 0 ]; then
   cmake --build build -j "$jobs" --target "$@"
 else
   cmake --build build -j "$jobs"
+fi
+if [ $# -eq 0 ]; then
+  step "installing the web demo's test dependency (web/: npm ci, playwright-core)"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -11,3 +11,7 @@ export EDGELLM_NGINX_URL EDGELLM_NGINX_ROOT
 trap 'bash scripts/nginx.sh stop' EXIT
 printf '\n==> running tests\n' >&2
 ctest --test-dir build --output-on-failure -j "${EDGELLM_TEST_JOBS:-2}" --timeout 900
+printf '\n==> running the Node-API bridge tests (node --test)\n' >&2
+node --test bindings/node/test/
+printf '\n==> running the web demo end-to-end test (headless Chromium)\n' >&2
+node --test web/test/

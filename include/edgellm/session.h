@@ -78,6 +78,10 @@ struct GenerateOptions {
   // Thermal throttling, yield and pause/resume, applied between decode steps. Not owned; must
   // outlive the call. Default none.
   PowerGovernor* governor = nullptr;
+  // When set, holds the number of tokens generated so far, updated before the token's text
+  // reaches the streamer (so a sink can tell how many tokens a piece covers). Not owned; must
+  // outlive the call. Default none.
+  std::atomic<int32_t>* n_gen_out = nullptr;
 };
 
 // Timings and counts of one generation (and of the session's setup).

@@ -159,6 +159,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
       break;
     }
     ++st.n_gen;
+    if (o.n_gen_out) o.n_gen_out->store(st.n_gen);
     const int pieces_before = streamer.pieces();
     if (!streamer.Push(token_bytes(model->vocab, tok))) {
       reason = streamer.stop_matched() ? FinishReason::kStop : FinishReason::kCancelled;

@@ -143,6 +143,8 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--stop", a.stop, "Stop string (repeatable)");
   cmd->add_option("--stream-every", a.go.stream_every_tokens, "Tokens per streamed piece (default 4)");
   cmd->add_flag("--truncate", a.go.truncate_prompt, "Drop the oldest prompt tokens when it does not fit");
+  cmd->add_flag("--ignore-eos", a.go.ignore_eos,
+                "Keep generating past end-of-generation tokens (benchmarks)");
   cmd->add_option("--load-mode", a.load_mode, "auto (mmap below 500 MiB), mmap or read")
       ->check(CLI::IsMember({"auto", "mmap", "read"}));
   cmd->add_flag("--no-warmup", a.no_warmup, "Skip the warm-up inference");

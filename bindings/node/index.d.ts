@@ -1,0 +1,224 @@
+// edgellm for Node.js (and, by a header swap, HarmonyOS NAPI): on-device LLM inference with
+// batched streaming. Everything heavy runs on a native worker thread per model; the JS thread
+// only receives finished batches of text through a threadsafe function (never one crossing per
+// token, never a JS call from the worker). Design and guarantees: docs/node.md.
+//
+// Errors reject with an Error whose `code` is "ERR_" + edgellm's status: ERR_INVALID_ARGUMENT,
+// ERR_NOT_FOUND, ERR_CORRUPT_DATA, ERR_RESOURCE_EXHAUSTED, ERR_UNAVAILABLE,
+// ERR_FAILED_PRECONDITION, ERR_INTERNAL; ERR_DISPOSED after dispose(); a TypeError for options
+// of the wrong type; an AbortError for an aborted load or pull.
+
+export type LoadMode = "auto" | "mmap" | "read";
+export type FinishReason = "stop" | "length" | "cancelled" | "context_full";
+
+export interface LoadOptions {
+  /** Worker threads. Default: physical cores (never more). */
+  threads?: number;
+  /** Context length in tokens. Default: min(model's training context, 2048). */
+  ctx?: number;
+  /** Prompt tokens per decode call (chunked prefill). Default 512. */
+  batch?: number;
+  /** How weights reach memory. Default "auto" (mmap below 500 MiB, reads above). */
+  loadMode?: LoadMode;
+  /** Run a short inference after loading so the first request is fast. Default true. */
+  warmup?: boolean;
+  /** Load progress in [0, 1], then the stages "warming up" and "ready". */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Abort the load (the promise rejects with an AbortError). */
+  signal?: AbortSignal;
+}
+
+export interface LoadProgress {
+  stage: "loading" | "warming up" | "ready";
+  /** Fraction of the weights loaded, in [0, 1]. */
+  progress: number;
+}
+
+export interface ModelInfo {
+  path: string;
+  arch: string;
+  name: string;
+  description: string;
+  quant: string;
+  nParams: number;
+  weightsBytes: number;
+  fileBytes: number;
+  nLayer: number;
+  nEmbd: number;
+  nHead: number;
+  nHeadKv: number;
+  nCtxTrain: number;
+  nVocab: number;
+  hasChatTemplate: boolean;
+  loadMode: "mmap" | "read";
+  loadMs: number;
+  /** The session's resolved settings. */
+  ctx: number;
+  threads: number;
+  batch: number;
+  warmupMs: number;
+}
+
+export interface GenerateOptions {
+  /** New tokens at most. Default 256. */
+  maxTokens?: number;
+  /** 0 = greedy. Default 0.8. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repeatPenalty?: number;
+  /** Sampling seed; omitted = random. */
+  seed?: number;
+  /** Format the prompt as one user turn with the model's chat template. Default false. */
+  chat?: boolean;
+  systemPrompt?: string;
+  /** Generation stops before any of these strings. */
+  stop?: string[];
+  /** Keep generating past end-of-generation tokens (benchmarks). Default false. */
+  ignoreEos?: boolean;
+  /** Tokens per delivered batch. Default 4 (the seed: 3-5). */
+  batchTokens?: number;
+  /** A batch is also delivered when this many ms passed since the last one. Default 100. */
+  batchMs?: number;
+  /** Called on the JS thread with each batch of text (valid UTF-8, never a split character). */
+  onToken?: (text: string, batch: BatchInfo) => void;
+  /** Cancels: a running generation stops before its next token; a queued one never starts.
+   * The promise then resolves with finishReason "cancelled" and the text produced so far. */
+  signal?: AbortSignal;
+}
+
+export interface BatchInfo {
+  /** Index of this batch in the generation, from 0. */
+  index: number;
+  /** Microseconds from the worker handing the batch over to this callback running. */
+  latencyUs: number;
+  /** Tokens generated since the previous batch (its text may end before the last one's bytes
+   * when a UTF-8 character is still incomplete), and in total so far. */
+  tokens: number;
+  totalTokens: number;
+}
+
+export interface GenerationStats {
+  nPrompt: number;
+  prefillMs: number;
+  prefillTps: number;
+  /** From generate() being called (after queueing) to the first generated token. */
+  ttftMs: number;
+  nGen: number;
+  decodeMs: number;
+  decodeTps: number;
+  peakRssBytes: number;
+  threads: number;
+  ctx: number;
+  /** Batches delivered to JS and their worker-to-JS latency. */
+  batches: number;
+  deliveryP50Us: number;
+  deliveryP99Us: number;
+  /** Milliseconds this request waited behind earlier ones on the same model. */
+  queuedMs: number;
+}
+
+export interface GenerateResult {
+  text: string;
+  finishReason: FinishReason;
+  stats: GenerationStats;
+}
+
+/** A text stream: iterate it for batches; `result` settles with the whole generation. */
+export interface TextStream extends AsyncIterable<string> {
+  readonly result: Promise<GenerateResult>;
+}
+
+export class Model {
+  /** Loads a GGUF and creates its session on a new worker thread. */
+  static load(path: string, options?: LoadOptions): Promise<Model>;
+  readonly info: ModelInfo;
+  /** True while a generation runs or waits. */
+  readonly busy: boolean;
+  readonly disposed: boolean;
+  /** Generations on one model run one at a time, in call order: a call on a busy model is
+   * queued, not rejected. */
+  generate(prompt: string, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(prompt: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
+  /** Frees the KV cache now (rebuilt on the next generate) to give memory back. */
+  releaseKv(): Promise<void>;
+  /** Cancels the running and queued generations (they resolve "cancelled"), waits for the
+   * worker, then frees the model. Idempotent; later generate() calls reject (ERR_DISPOSED). */
+  dispose(): Promise<void>;
+}
+
+/** The seed's contract (first field report, §3.2): a handle and a promise of the full text. */
+export function InitModel(path: string, threads?: number, ctx?: number): Promise<Model>;
+export function Generate(handle: Model, prompt: string, maxTokens?: number,
+                         temperature?: number): Promise<string>;
+
+/** maxFreqKhz is 0 where cpufreq is absent (most VMs). */
+export interface CpuCluster { maxFreqKhz: number; cpus: number[]; }
+export interface ThermalZone { zone: string; type: string; tempC: number; valid: boolean; }
+export interface DeviceProfile {
+  totalRamBytes: number;
+  availableRamBytes: number;
+  nCpus: number;
+  bigCores: number;
+  clusters: CpuCluster[];
+  thermal: ThermalZone[];
+  /** Hottest valid zone; -273.15 when there is none. */
+  maxTempC: number;
+  platform: string;
+  socModel: string;
+  diskFreeBytes: number;
+  diskPath: string;
+}
+/** Reads RAM, CPU clusters, thermal zones and free disk (root: a fixture tree, for tests). */
+export function deviceProfile(options?: { root?: string; diskPath?: string }): DeviceProfile;
+
+export interface MemoryPlan {
+  ctx: number;
+  batch: number;
+  quant: string;
+  ramBytes: number;
+  budgetBytes: number;
+  formulaBytes: number;
+  weightsBytes: number;
+  kvBytes: number;
+  computeBytes: number;
+  overheadBytes: number;
+  totalBytes: number;
+  fits: boolean;
+  maxCtxThatFits: number;
+  advice: string;
+}
+/** Plans peak memory from the GGUF header without reading weights (docs/device-and-planner.md). */
+export function planMemory(path: string,
+                           options?: { ctx?: number; batch?: number; ramBytes?: number;
+                                       budgetFraction?: number }): Promise<MemoryPlan>;
+
+export interface PullProgress {
+  stage: "manifest" | "download" | "verify" | "commit" | "activate" | "gc" | "done";
+  bytesDone: number;
+  bytesTotal: number;
+  percent: number;
+  bytesPerSecond: number;
+  /** Seconds left, -1 when unknown. */
+  etaSeconds: number;
+}
+export interface InstalledModel {
+  id: string;
+  version: number;
+  active: boolean;
+  path: string;
+  quant: string;
+  sizeBytes: number;
+}
+/** Pulls a packed model (manifest URL) into a model store: verified, resumable, atomic. */
+export function pull(manifestUrl: string,
+                     options: { store: string; onProgress?: (p: PullProgress) => void;
+                                signal?: AbortSignal }): Promise<InstalledModel>;
+/** Installed models of a store. */
+export function listModels(store: string): Promise<InstalledModel[]>;
+
+/** Resident and peak resident memory of this process, in bytes. */
+export function memoryUsage(): { rssBytes: number; peakRssBytes: number };
+/** Versions: the addon, libllama's pinned build. */
+export const version: { edgellm: string; llama: string; napi: number };

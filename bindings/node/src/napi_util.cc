@@ -1,0 +1,204 @@
+#include "napi_util.h"
+
+#include <cctype>
+#include <chrono>
+#include <thread>
+
+#include "worker.h"
+
+namespace edgellm::node {
+
+void throw_last_error(napi_env env, const char* what) {
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (pending) return;
+  const napi_extended_error_info* info = nullptr;
+  napi_get_last_error_info(env, &info);
+  std::string msg = std::string("edgellm: Node-API call failed: ") + what;
+  if (info && info->error_message) msg += std::string(" (") + info->error_message + ")";
+  napi_throw_error(env, "ERR_EDGELLM_NAPI", msg.c_str());
+}
+
+napi_value make_string(napi_env env, const std::string& s) {
+  napi_value v = nullptr;
+  napi_create_string_utf8(env, s.data(), s.size(), &v);
+  return v;
+}
+napi_value make_number(napi_env env, double d) {
+  napi_value v = nullptr;
+  napi_create_double(env, d, &v);
+  return v;
+}
+napi_value make_bool(napi_env env, bool b) {
+  napi_value v = nullptr;
+  napi_get_boolean(env, b, &v);
+  return v;
+}
+napi_value make_object(napi_env env) {
+  napi_value v = nullptr;
+  napi_create_object(env, &v);
+  return v;
+}
+void set(napi_env env, napi_value obj, const char* key, napi_value value) {
+  napi_set_named_property(env, obj, key, value);
+}
+void set(napi_env env, napi_value obj, const char* key, const std::string& value) {
+  set(env, obj, key, make_string(env, value));
+}
+void set(napi_env env, napi_value obj, const char* key, const char* value) {
+  set(env, obj, key, make_string(env, value));
+}
+void set(napi_env env, napi_value obj, const char* key, double value) {
+  set(env, obj, key, make_number(env, value));
+}
+void set(napi_env env, napi_value obj, const char* key, bool value) {
+  set(env, obj, key, make_bool(env, value));
+}
+
+napi_value make_error(napi_env env, const Status& status) {
+  std::string code = std::string("ERR_") + code_name(status.code());
+  for (char& c : code) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  napi_value err = nullptr;
+  napi_create_error(env, make_string(env, code), make_string(env, status.message()), &err);
+  set(env, err, "code", code);
+  return err;
+}
+
+napi_value throw_status(napi_env env, const Status& status) {
+  napi_throw(env, make_error(env, status));
+  return nullptr;
+}
+
+bool is_nullish(napi_env env, napi_value v) {
+  if (!v) return true;
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, v, &t);
+  return t == napi_undefined || t == napi_null;
+}
+
+static bool type_error(napi_env env, const char* what, const char* expected) {
+  const std::string msg = std::string(what) + " must be " + expected;
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg.c_str());
+  return false;
+}
+
+bool get_string(napi_env env, napi_value v, const char* what, std::string* out) {
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, v, &t);
+  if (t != napi_string) return type_error(env, what, "a string");
+  size_t n = 0;
+  napi_get_value_string_utf8(env, v, nullptr, 0, &n);
+  out->assign(n, '\0');
+  napi_get_value_string_utf8(env, v, out->data(), n + 1, &n);
+  return true;
+}
+
+std::optional<napi_value> get_prop(napi_env env, napi_value obj, const char* key) {
+  napi_valuetype t = napi_undefined;
+  if (!obj || napi_typeof(env, obj, &t) != napi_ok || t != napi_object) return std::nullopt;
+  napi_value v = nullptr;
+  if (napi_get_named_property(env, obj, key, &v) != napi_ok || is_nullish(env, v)) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+bool opt_number(napi_env env, napi_value obj, const char* key, double* out) {
+  auto v = get_prop(env, obj, key);
+  if (!v) return true;
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, *v, &t);
+  if (t != napi_number) return type_error(env, key, "a number");
+  napi_get_value_double(env, *v, out);
+  return true;
+}
+
+bool opt_int(napi_env env, napi_value obj, const char* key, int32_t* out) {
+  double d = *out;
+  if (!opt_number(env, obj, key, &d)) return false;
+  if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != static_cast<double>(static_cast<int64_t>(d))) {
+    return type_error(env, key, "an integer");
+  }
+  *out = static_cast<int32_t>(d);
+  return true;
+}
+
+bool opt_bool(napi_env env, napi_value obj, const char* key, bool* out) {
+  auto v = get_prop(env, obj, key);
+  if (!v) return true;
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, *v, &t);
+  if (t != napi_boolean) return type_error(env, key, "a boolean");
+  napi_get_value_bool(env, *v, out);
+  return true;
+}
+
+bool opt_string(napi_env env, napi_value obj, const char* key, std::string* out) {
+  auto v = get_prop(env, obj, key);
+  if (!v) return true;
+  return get_string(env, *v, key, out);
+}
+
+bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std::string>* out) {
+  auto v = get_prop(env, obj, key);
+  if (!v) return true;
+  bool is_array = false;
+  napi_is_array(env, *v, &is_array);
+  if (!is_array) return type_error(env, key, "an array of strings");
+  uint32_t n = 0;
+  napi_get_array_length(env, *v, &n);
+  for (uint32_t i = 0; i < n; ++i) {
+    napi_value e = nullptr;
+    napi_get_element(env, *v, i, &e);
+    std::string s;
+    if (!get_string(env, e, key, &s)) return false;
+    out->push_back(std::move(s));
+  }
+  return true;
+}
+
+// ---- Channel ----
+
+static void channel_call_js(napi_env env, napi_value js_cb, void* /*context*/, void* data) {
+  auto* fn = static_cast<Channel::Fn*>(data);
+  if (env) (*fn)(env, js_cb);  // env is null while the environment shuts down
+  delete fn;
+}
+
+Channel* Channel::Create(napi_env env, napi_value callback, const char* name) {
+  auto* ch = new Channel();
+  napi_value resource_name = make_string(env, name);
+  if (is_nullish(env, callback)) callback = nullptr;
+  if (napi_create_threadsafe_function(env, callback, nullptr, resource_name, kQueueSize, 1,
+                                      nullptr, nullptr, nullptr, channel_call_js,
+                                      &ch->tsfn_) != napi_ok) {
+    delete ch;
+    return nullptr;
+  }
+  return ch;
+}
+
+// Non-blocking calls with our own wait: a call blocked inside Node-API could not be woken when
+// the process exits (process.exit() runs no environment cleanup), a polling one can.
+bool Channel::Post(Fn fn) {
+  auto* item = new Fn(std::move(fn));
+  for (;;) {
+    const napi_status st = napi_call_threadsafe_function(tsfn_, item, napi_tsfn_nonblocking);
+    if (st == napi_ok) return true;
+    if (st != napi_queue_full || shutting_down()) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  delete item;  // napi_closing, or the process is going away
+  return false;
+}
+
+void Channel::Release() {
+  napi_release_threadsafe_function(tsfn_, napi_tsfn_release);
+  delete this;
+}
+
+bool make_promise(napi_env env, Promise* p) {
+  return napi_create_promise(env, &p->deferred, &p->promise) == napi_ok;
+}
+
+}  // namespace edgellm::node

@@ -1,0 +1,86 @@
+// Small helpers over the plain C Node-API (node_api.h only: no node-addon-api, V8 or libuv),
+// so the binding ports to HarmonyOS NAPI by swapping the header.
+//
+// Thread safety: everything here runs on the JS thread, except Channel::Post / Release and
+// the Worker helpers, which any thread may call.
+#pragma once
+
+#include <node_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "edgellm/status.h"
+
+namespace edgellm::node {
+
+// Returns nullptr from the enclosing napi_callback when a Node-API call fails (a JS exception
+// is then pending or gets thrown with the failing call's message).
+#define NAPI_OK(env, call)                          \
+  do {                                              \
+    if ((call) != napi_ok) {                        \
+      ::edgellm::node::throw_last_error(env, #call); \
+      return nullptr;                               \
+    }                                               \
+  } while (0)
+
+void throw_last_error(napi_env env, const char* what);
+
+// An Error whose message is status.message() and whose `code` is "ERR_" + the code name in
+// upper case (ERR_NOT_FOUND, ERR_CORRUPT_DATA, ERR_CANCELLED, ...).
+napi_value make_error(napi_env env, const Status& status);
+napi_value throw_status(napi_env env, const Status& status);  // returns nullptr
+
+napi_value make_string(napi_env env, const std::string& s);
+napi_value make_number(napi_env env, double v);
+napi_value make_bool(napi_env env, bool v);
+napi_value make_object(napi_env env);
+void set(napi_env env, napi_value obj, const char* key, napi_value value);
+void set(napi_env env, napi_value obj, const char* key, const std::string& value);
+void set(napi_env env, napi_value obj, const char* key, const char* value);
+void set(napi_env env, napi_value obj, const char* key, double value);
+void set(napi_env env, napi_value obj, const char* key, bool value);
+
+// Reading arguments. Each returns false after throwing a TypeError naming `what` when the
+// value has the wrong type; an absent (undefined/null) optional value leaves `out` untouched.
+bool get_string(napi_env env, napi_value v, const char* what, std::string* out);
+bool is_nullish(napi_env env, napi_value v);
+// obj[key] when obj is an object and the key is present and not undefined/null.
+std::optional<napi_value> get_prop(napi_env env, napi_value obj, const char* key);
+bool opt_number(napi_env env, napi_value obj, const char* key, double* out);
+bool opt_int(napi_env env, napi_value obj, const char* key, int32_t* out);
+bool opt_bool(napi_env env, napi_value obj, const char* key, bool* out);
+bool opt_string(napi_env env, napi_value obj, const char* key, std::string* out);
+bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std::string>* out);
+
+// A one-way pipe from any thread to the JS thread: a threadsafe function whose items are
+// closures run on the JS thread with the function given at creation (which may be undefined).
+// Items arrive in Post order. Closures are dropped unrun when the environment shuts down.
+class Channel {
+ public:
+  using Fn = std::function<void(napi_env env, napi_value js_callback)>;
+  // On the JS thread. `callback` may be nullptr/undefined. Queue: kQueueSize items, then
+  // Post blocks (back-pressure on the worker, never on the JS thread).
+  static Channel* Create(napi_env env, napi_value callback, const char* name);
+  // Any thread. False when the environment is shutting down (the closure was dropped).
+  bool Post(Fn fn);
+  // Any thread, once, after the last Post. Deletes this.
+  void Release();
+
+  static constexpr size_t kQueueSize = 64;
+
+ private:
+  napi_threadsafe_function tsfn_ = nullptr;
+};
+
+// A promise and its deferred; resolve/reject on the JS thread.
+struct Promise {
+  napi_deferred deferred = nullptr;
+  napi_value promise = nullptr;
+};
+bool make_promise(napi_env env, Promise* p);
+
+}  // namespace edgellm::node

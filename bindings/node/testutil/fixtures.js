@@ -1,0 +1,28 @@
+'use strict';
+// Fixtures for the Node tests: real GGUF models made by the edgellm CLI (random weights at a
+// real shape with the real Qwen2 tokenizer), cached under build/node-fixtures/.
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const repo = path.resolve(__dirname, '..', '..', '..');
+const cli = path.join(repo, 'build', 'bin', 'edgellm');
+const dir = path.join(repo, 'build', 'node-fixtures');
+
+function model(preset = 'tiny', type = 'Q8_0', seed = 1) {
+  const file = path.join(dir, `${preset}-${type}-s${seed}.gguf`);
+  if (!fs.existsSync(file)) {
+    if (!fs.existsSync(cli)) throw new Error(`${cli} is missing: run scripts/setup.sh first`);
+    fs.mkdirSync(dir, { recursive: true });
+    execFileSync(cli, ['synth', '--preset', preset, '--type', type, '--seed', String(seed),
+                       '-o', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return file;
+}
+
+function scratch(name) {
+  const d = fs.mkdtempSync(path.join(dir, `${name}-`));
+  return d;
+}
+
+module.exports = { repo, cli, model, scratch };

@@ -1,0 +1,266 @@
+// edgellm demo page: plain JS, no build step. Talks to web/server.mjs (JSON + Server-Sent Events).
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+
+function fmtBytes(n) {
+  if (!(n >= 0)) return '-';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+function fmtEta(s) {
+  if (!(s >= 0)) return 'ETA -';
+  return s < 60 ? `ETA ${Math.ceil(s)} s` : `ETA ${Math.floor(s / 60)} min ${Math.ceil(s % 60)} s`;
+}
+
+const fmtMs = (ms) => (ms == null ? '-' : `${ms.toFixed(ms < 10 ? 2 : 1)} ms`);
+
+async function api(path, body) {
+  const init = body === undefined ? {} : {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  const res = await fetch(path, init);
+  if (!res.ok) throw new Error((await res.json().catch(() => null))?.error ?? `HTTP ${res.status}`);
+  return res;
+}
+const getJson = async (path) => (await api(path)).json();
+
+// Reads a text/event-stream response body (EventSource cannot POST), calling onEvent(name, data).
+async function readSse(res, onEvent) {
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let end;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (data) onEvent(event, JSON.parse(data));
+    }
+  }
+}
+
+function fillTable(id, rows) {
+  const body = $(id).tBodies[0];
+  body.replaceChildren(...rows.map(([k, v]) => {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    const td = document.createElement('td');
+    th.textContent = k;
+    td.textContent = v;
+    tr.append(th, td);
+    return tr;
+  }));
+}
+
+// Device panel.
+async function showDevice() {
+  const { device: d, version, manifest } = await getJson('/api/device');
+  $('version').textContent = `edgellm ${version.edgellm} · llama.cpp ${version.llama}`;
+  if (manifest && !$('manifest-url').value) $('manifest-url').value = manifest;
+  const clusters = d.clusters.map((c) => `${c.cpus.length}` +
+    (c.maxFreqKhz > 0 ? `×${(c.maxFreqKhz / 1e6).toFixed(2)} GHz` : ' (max frequency unknown)'));
+  fillTable('device', [
+    ['platform', `${d.platform}${d.socModel ? ` (${d.socModel})` : ''}`],
+    ['RAM', `${fmtBytes(d.availableRamBytes)} free of ${fmtBytes(d.totalRamBytes)}`],
+    ['CPUs', `${d.nCpus} (${d.bigCores} big)${clusters.length ? ': ' + clusters.join(', ') : ''}`],
+    ['hottest zone', d.maxTempC > -100 ? `${d.maxTempC.toFixed(1)} °C` : 'no thermal zones'],
+    ['disk free', `${fmtBytes(d.diskFreeBytes)} at ${d.diskPath}`],
+  ]);
+}
+
+// Model picker and memory plan.
+async function showModels(selectPath) {
+  const { models, errors } = await getJson('/api/models');
+  const select = $('model-select');
+  const keep = selectPath ?? select.value;
+  select.replaceChildren(...models.map((m) => {
+    const o = document.createElement('option');
+    o.value = m.path;
+    o.textContent = `${m.source}: ${m.id} (${fmtBytes(m.sizeBytes)})` +
+                    (m.active === false ? ' inactive' : '');
+    return o;
+  }));
+  if (models.some((m) => m.path === keep)) select.value = keep;
+  if (!models.length) {
+    errors.push('no models yet: put .gguf files in --models or pull one from a manifest URL');
+  }
+  $('models-error').textContent = errors.join('; ');
+  $('load-btn').disabled = models.length === 0;
+  if (select.value) await showPlan(select.value);
+}
+
+async function showPlan(path) {
+  $('plan-model').textContent = path.split('/').pop();
+  try {
+    const p = await getJson(`/api/plan?path=${encodeURIComponent(path)}`);
+    fillTable('plan', [
+      ['weights', fmtBytes(p.weightsBytes)],
+      ['KV cache', `${fmtBytes(p.kvBytes)} (ctx ${p.ctx})`],
+      ['compute', fmtBytes(p.computeBytes)],
+      ['overhead', fmtBytes(p.overheadBytes)],
+      ['total', fmtBytes(p.totalBytes)],
+      ['budget', `${fmtBytes(p.budgetBytes)} of ${fmtBytes(p.ramBytes)} RAM`],
+      ['fits', p.fits ? 'yes' : `no (largest ctx that fits: ${p.maxCtxThatFits})`],
+    ]);
+    $('plan-advice').textContent = p.advice;
+  } catch (err) {
+    fillTable('plan', []);
+    $('plan-advice').textContent = err.message;
+  }
+}
+
+// Staged progress: every stage the server reports, as it happens (GET /api/events).
+function describeStage(s) {
+  if (s.stage === 'download') {
+    const rate = s.bytesPerSecond > 0 ? ` · ${fmtBytes(s.bytesPerSecond)}/s` : '';
+    return `download ${s.percent.toFixed(0)}% · ${fmtBytes(s.bytesDone)} of ` +
+           `${fmtBytes(s.bytesTotal)}${rate} · ${fmtEta(s.etaSeconds)} (${s.step})`;
+  }
+  if (s.stage === 'initializing engine') return `initializing engine ${s.percent.toFixed(0)}%`;
+  if (s.stage === 'ready') return `ready: ${s.model}`;
+  if (s.stage === 'error') return `error: ${s.message}`;
+  return s.stage;
+}
+
+function onStage(s) {
+  const text = describeStage(s);
+  $('stage').textContent = text;
+  $('stage').dataset.stage = s.stage;
+  const bar = $('progress-bar');
+  if (s.percent !== undefined) bar.value = s.percent;
+  else if (s.stage === 'ready') bar.value = 100;
+  else bar.removeAttribute('value');  // indeterminate while warming up
+  $('progress-detail').textContent = s.path ?? s.url ?? '';
+  const log = $('stage-log');
+  let item = log.lastElementChild;
+  if (!item || item.dataset.stage !== s.stage) {
+    item = document.createElement('li');
+    item.dataset.stage = s.stage;
+    log.append(item);
+  }
+  item.textContent = text;
+}
+
+async function load(body) {
+  $('stage-log').replaceChildren();
+  $('stage').textContent = 'starting';
+  $('stage').dataset.stage = 'starting';
+  $('load-error').textContent = '';
+  document.body.dataset.load = 'running';
+  for (const id of ['load-btn', 'pull-btn', 'send-btn']) $(id).disabled = true;
+  try {
+    const { info } = await (await api('/api/load', body)).json();
+    await showModels(info.path);
+    await showPlan(info.path);
+    $('send-btn').disabled = false;
+  } catch (err) {
+    $('load-error').textContent = err.message;
+  } finally {
+    document.body.dataset.load = 'done';
+    pollStatus();
+    $('load-btn').disabled = $('model-select').options.length === 0;
+    $('pull-btn').disabled = false;
+  }
+}
+
+// Chat: POST /api/chat answers with an event stream of text batches, then the stats.
+async function send() {
+  const answer = $('answer');
+  answer.replaceChildren();
+  $('chat-error').textContent = '';
+  $('live-ms-per-token').textContent = '-';
+  for (const id of ['finish', 'ngen', 'ttft', 'ms-per-token', 'decode-tps', 'prefill', 'batches',
+                    'delivery', 'peak-rss']) $(`stat-${id}`).textContent = '-';
+  document.body.dataset.chat = 'running';
+  $('send-btn').disabled = true;
+  $('cancel-btn').disabled = false;
+  try {
+    const res = await api('/api/chat', { prompt: $('prompt').value,
+                                         maxTokens: Number($('max-tokens').value) });
+    await readSse(res, (event, data) => {
+      if (event === 'token') {
+        answer.append(data.text);
+        if (data.msPerToken != null) {
+          $('live-ms-per-token').textContent = data.msPerToken.toFixed(1);
+        }
+      } else if (event === 'done') {
+        showStats(data);
+      } else if (event === 'error') {
+        $('chat-error').textContent = data.message;
+      }
+    });
+  } catch (err) {
+    $('chat-error').textContent = err.message;
+  } finally {
+    document.body.dataset.chat = 'done';
+    $('send-btn').disabled = false;
+    $('cancel-btn').disabled = true;
+    pollStatus();
+  }
+}
+
+function showStats({ finishReason, msPerToken, stats: s }) {
+  $('stat-finish').textContent = finishReason;
+  $('stat-ngen').textContent = `${s.nGen} (prompt ${s.nPrompt})`;
+  $('stat-ttft').textContent = fmtMs(s.ttftMs);
+  $('stat-ms-per-token').textContent =
+    msPerToken == null ? '-' : `${msPerToken.toFixed(1)} ms/token`;
+  $('stat-decode-tps').textContent = `${s.decodeTps.toFixed(1)} tok/s`;
+  $('stat-prefill').textContent = `${fmtMs(s.prefillMs)} (${s.prefillTps.toFixed(0)} tok/s)`;
+  $('stat-batches').textContent = String(s.batches);
+  const ms = (us) => (us / 1000).toFixed(2);
+  $('stat-delivery').textContent = `${ms(s.deliveryP50Us)} / ${ms(s.deliveryP99Us)} ms`;
+  $('stat-peak-rss').textContent = fmtBytes(s.peakRssBytes);
+  if (msPerToken != null) $('live-ms-per-token').textContent = msPerToken.toFixed(1);
+}
+
+// Live RSS, threads and busy state, polled.
+async function pollStatus() {
+  try {
+    const s = await getJson('/api/status');
+    $('live-rss').textContent = fmtBytes(s.rssBytes);
+    $('live-peak-rss').textContent = fmtBytes(s.peakRssBytes);
+    $('live-threads').textContent = s.threads || '-';
+    $('live-busy').textContent = s.loading ? 'loading' : s.busy ? 'busy' : 'idle';
+    $('live-model').textContent =
+      s.model ? `${s.model.name} (${s.model.quant}, ctx ${s.model.ctx})` : 'no model';
+    if (s.model && !s.loading && document.body.dataset.chat !== 'running') {
+      $('send-btn').disabled = false;
+    }
+  } catch (err) {
+    $('live-busy').textContent = `server unreachable: ${err.message}`;
+  }
+}
+
+function main() {
+  const events = new EventSource('/api/events');
+  events.addEventListener('stage', (e) => onStage(JSON.parse(e.data)));
+  events.onopen = () => { document.body.dataset.events = 'open'; };
+  events.onerror = () => { document.body.dataset.events = 'reconnecting'; };
+
+  $('model-select').addEventListener('change', () => showPlan($('model-select').value));
+  $('load-btn').addEventListener('click', () => load({ path: $('model-select').value }));
+  $('pull-btn').addEventListener('click',
+                                () => load({ manifestUrl: $('manifest-url').value.trim() }));
+  $('send-btn').addEventListener('click', send);
+  $('cancel-btn').addEventListener('click', () => api('/api/cancel', {}).catch(() => {}));
+
+  Promise.all([showDevice(), showModels()]).catch((err) => {
+    $('models-error').textContent = err.message;
+  }).finally(() => { document.body.dataset.ready = '1'; });
+  pollStatus();
+  setInterval(pollStatus, 1000);
+}
+
+main();

@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+// edgellm demo: one page over the Node addon (bindings/node) with a model picker, the device and
+// memory plan, staged first-run progress (download, engine, warm-up) and streamed chat.
+import { mkdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Demo } from './lib/demo.mjs';
+import { HttpError, readJson, sendError, sendJson } from './lib/http.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..');
+const defaultStore = path.join(process.env.XDG_DATA_HOME || path.join(os.homedir(), '.local/share'),
+                               'edgellm');
+
+const usage = `Usage: node web/server.mjs [OPTIONS]
+Serves the edgellm demo page and its JSON/SSE API.
+
+Options:
+  --port P         TCP port; 0 picks a free one (default 8080)
+  --host H         address to listen on (default 127.0.0.1; 0.0.0.0 for a LAN)
+  --models DIR     folder whose .gguf files the picker offers (default ${path.join(root, 'models')})
+  --store DIR      model store to pull into and list (default ${defaultStore})
+  --manifest URL   manifest URL the page offers to pull (e.g. http://127.0.0.1:8081/manifest.json)
+  --threads N      worker threads per model (default: the addon's, physical cores)
+  -h, --help       print this help and exit
+
+It prints "edgellm demo on http://HOST:PORT/" once listening.`;
+
+function fail(message, code = 2) {
+  console.error(`edgellm-demo: error: ${message}`);
+  process.exit(code);
+}
+
+function parseCli(argv) {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, strict: true, options: {
+      port: { type: 'string', default: '8080' },
+      host: { type: 'string', default: '127.0.0.1' },
+      models: { type: 'string', default: path.join(root, 'models') },
+      store: { type: 'string', default: defaultStore },
+      manifest: { type: 'string', default: '' },
+      threads: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    } }));
+  } catch (err) {
+    fail(`${err.message}\n${usage}`);
+  }
+  if (values.help) {
+    console.log(usage);
+    process.exit(0);
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    fail(`--port ${values.port}: want 0..65535`);
+  }
+  const threads = values.threads === undefined ? 0 : Number(values.threads);
+  if (!Number.isInteger(threads) || threads < 0) {
+    fail(`--threads ${values.threads}: want an integer >= 1 (or 0: the addon's default)`);
+  }
+  return { port, host: values.host, modelsDir: path.resolve(values.models),
+           store: path.resolve(values.store), manifest: values.manifest, threads };
+}
+
+function loadAddon() {
+  const require = createRequire(import.meta.url);
+  try {
+    return require(path.join(root, 'bindings/node'));
+  } catch (err) {
+    const hint = err.code === 'ERR_EDGELLM_ADDON_MISSING' ? ''
+      : '\nBuild it first (bash scripts/setup.sh builds bindings/node/build/edgellm.node).';
+    return fail(`cannot load the edgellm Node addon: ${err.message}${hint}\n` +
+                'Then start the demo again.', 1);
+  }
+}
+
+const kStatic = {
+  '/': ['index.html', 'text/html; charset=utf-8'],
+  '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
+  '/style.css': ['style.css', 'text/css; charset=utf-8'],
+};
+
+function serveStatic(res, [file, type]) {
+  const body = readFileSync(path.join(here, 'public', file));  // small; read per request for edits
+  res.writeHead(200, { 'content-type': type, 'content-length': body.length,
+                       'cache-control': 'no-store' });
+  res.end(body);
+}
+
+function route(demo, addon, cli) {
+  return async (req, res) => {
+    const url = new URL(req.url, 'http://localhost');
+    const key = `${req.method} ${url.pathname}`;
+    try {
+      const page = req.method === 'GET' && kStatic[url.pathname];
+      if (page) return serveStatic(res, page);
+      switch (key) {
+        case 'GET /api/device':
+          return sendJson(res, 200, { device: addon.deviceProfile({ diskPath: cli.store }),
+                                      memory: addon.memoryUsage(), version: addon.version,
+                                      manifest: cli.manifest });
+        case 'GET /api/models': return sendJson(res, 200, await demo.models());
+        case 'GET /api/plan':
+          return sendJson(res, 200, await demo.plan(url.searchParams.get('path')));
+        case 'GET /api/status': return sendJson(res, 200, demo.status());
+        case 'GET /api/events': return demo.listen(res);
+        case 'POST /api/load': return sendJson(res, 200, await demo.load(await readJson(req)));
+        case 'POST /api/chat': return await demo.chat(res, await readJson(req));
+        case 'POST /api/cancel': return sendJson(res, 200, demo.cancel());
+        default:
+          throw new HttpError(404, `no route ${key}: the page is at /, the API under /api/`);
+      }
+    } catch (err) {
+      if (!(err instanceof HttpError)) console.error(`edgellm-demo: ${key}:`, err);
+      sendError(res, err);
+    }
+  };
+}
+
+const cli = parseCli(process.argv.slice(2));
+const addon = loadAddon();
+mkdirSync(cli.store, { recursive: true });
+const demo = new Demo(addon, cli);
+const server = http.createServer(route(demo, addon, cli));
+server.on('error', (err) => fail(`cannot listen on ${cli.host}:${cli.port}: ${err.message}: ` +
+                                 'is the port in use? try another --port', 1));
+server.listen(cli.port, cli.host, () => {
+  const { port } = server.address();
+  const host = cli.host.includes(':') ? `[${cli.host}]` : cli.host;
+  console.log(`edgellm demo on http://${host}:${port}/`);
+});
+
+async function shutdown(signal) {
+  console.error(`edgellm-demo: stopping (${signal})`);
+  server.close();
+  server.closeAllConnections();
+  await demo.close();
+  process.exit(0);
+}
+process.on('SIGINT', () => shutdown('SIGINT'));
+process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -1,0 +1,229 @@
+// End to end: a real packed model served over HTTP, web/server.mjs over the real addon, and the
+// page driven in headless Chromium (pull with progress, streamed chat, cancel, screenshot).
+// Run: node --test web/test/   (needs build/bin/edgellm, the addon, /usr/bin/chromium)
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const edgellm = path.join(root, 'build/bin/edgellm');
+const addonFile = path.join(root, 'bindings/node/build/edgellm.node');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const kSlow = 240_000;  // this machine is small and shared: generous waits everywhere
+
+let tmp, modelServer, demoServer, browser, page, demoUrl, manifestUrl;
+
+// Spawns a long-running command and resolves with the first match of `pattern` in its output.
+function startProcess(cmd, args, pattern) {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd} did not start in 60 s:\n${out}`)),
+                             60_000);
+    const onData = (d) => {
+      out += d;
+      const m = out.match(pattern);
+      if (m) { clearTimeout(timer); resolve(m); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} exited ${code}:\n${out}`));
+    });
+  });
+  return { child, ready, output: () => out };
+}
+
+// SIGTERM, then waits for the exit (SIGKILL after 10 s) so the temp folder is free to remove.
+async function stop(proc) {
+  const { child } = proc ?? {};
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function postJson(p, body) {
+  const res = await fetch(new URL(p, demoUrl), {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+before(async () => {
+  const needed = [[edgellm, 'build it: bash scripts/setup.sh'],
+                  [addonFile, 'build it: bash scripts/setup.sh'],
+                  [chromiumPath, 'apt-get install chromium, or set CHROMIUM=/path/to/chromium']];
+  for (const [file, fix] of needed) assert.ok(existsSync(file), `${file} is missing: ${fix}`);
+  tmp = await mkdtemp(path.join(os.tmpdir(), 'edgellm-demo-'));
+  const gguf = path.join(tmp, 'tiny.gguf');
+  execFileSync(edgellm, ['synth', '--preset', 'tiny', '--type', 'Q8_0', '-o', gguf],
+               { stdio: 'pipe' });
+  execFileSync(edgellm, ['pack', gguf, '--id', 'tiny', '--version', '1', '--chunk', '1MiB',
+                         '-o', path.join(tmp, 'pkg')], { stdio: 'pipe' });
+  await mkdir(path.join(tmp, 'models'));
+  await writeFile(path.join(tmp, 'models', 'broken.gguf'), 'GGUF but not really a model\n');
+
+  modelServer = startProcess(edgellm, ['serve-models', path.join(tmp, 'pkg'), '--port', '0'],
+                             /on (http:\/\/[^/\s]+)\//);
+  manifestUrl = `${(await modelServer.ready)[1]}/manifest.json`;
+  demoServer = startProcess(process.execPath, [
+    path.join(root, 'web/server.mjs'), '--port', '0', '--models', path.join(tmp, 'models'),
+    '--store', path.join(tmp, 'store'), '--manifest', manifestUrl], /edgellm demo on (http:\S+)/);
+  demoUrl = (await demoServer.ready)[1];
+
+  browser = await chromium.launch({
+    executablePath: chromiumPath, headless: true,
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-gpu',
+           '--disable-dev-shm-usage'],
+  });
+  page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  page.setDefaultTimeout(kSlow);
+  page.on('pageerror', (err) => console.error('page error:', err));
+}, { timeout: kSlow });
+
+after(async () => {
+  await browser?.close();
+  await Promise.all([stop(demoServer), stop(modelServer)]);
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+test('API answers bad input with clear JSON errors', async () => {
+  let r = await postJson('/api/chat', { prompt: 'hi' });
+  assert.equal(r.status, 409);
+  assert.match(r.body.error, /no model is loaded/);
+  r = await postJson('/api/load', {});
+  assert.equal(r.status, 400);
+  assert.match(r.body.error, /missing "path"/);
+  r = await postJson('/api/load', { path: path.join(tmp, 'models', 'absent.gguf') });
+  assert.equal(r.status, 404);
+  assert.match(r.body.error, /no model .*absent\.gguf/);
+  r = await postJson('/api/load', { path: path.join(tmp, 'models', 'broken.gguf') });
+  assert.equal(r.status, 422);
+  assert.match(r.body.error, /cannot load .*broken\.gguf: \S/);
+  r = await postJson('/api/load', { manifestUrl: 'ftp://example/manifest.json' });
+  assert.equal(r.status, 400);
+  r = await postJson('/api/load', { manifestUrl: 'http://127.0.0.1:1/manifest.json' });
+  assert.equal(r.status, 502);
+  assert.match(r.body.error, /cannot pull http:\/\/127\.0\.0\.1:1\/manifest\.json: \S/);
+  r = await postJson('/api/chat', '{not json');
+  assert.equal(r.status, 400);
+  assert.match(r.body.error, /not a JSON object/);
+});
+
+test('page pulls the model with staged progress: download, engine, warm-up, ready',
+     { timeout: kSlow }, async (t) => {
+  await page.goto(demoUrl);
+  await page.waitForSelector('body[data-ready][data-events="open"]');
+  assert.equal(await page.inputValue('#manifest-url'), manifestUrl);
+  assert.match(await page.textContent('#device'), /RAM.*free of/);
+  // Record every text the stage line shows, as it changes.
+  await page.evaluate(() => {
+    window.stageTexts = [];
+    const stage = document.getElementById('stage');
+    new MutationObserver(() => window.stageTexts.push(stage.textContent))
+      .observe(stage, { childList: true, characterData: true, subtree: true });
+  });
+  await page.click('#pull-btn');
+  await page.waitForSelector('body[data-load="done"]');
+  assert.equal(await page.textContent('#load-error'), '');
+  assert.equal(await page.getAttribute('#stage', 'data-stage'), 'ready');
+  const stages = await page.$$eval('#stage-log li', (items) => items.map((li) => li.dataset.stage));
+  assert.deepEqual(stages, ['download', 'initializing engine', 'warming up', 'ready']);
+  const texts = await page.evaluate(() => window.stageTexts);
+  // The downloader reports about every 200 ms, so a fast loopback may show only a few.
+  const downloads = texts.filter((s) => /^download \d+% .* ETA/.test(s));
+  t.diagnostic(`download updates shown: ${downloads.map((s) => s.split(' ')[1]).join(' ')}`);
+  assert.ok(downloads.some((s) => s.startsWith('download 100%')), texts.join(' | '));
+  assert.match(await page.textContent('#model-select'), /store: tiny@1/);
+  assert.match(await page.textContent('#plan'), /total/);
+  await page.waitForFunction(() => /^\d+$/.test(document.getElementById('live-threads').textContent));
+  assert.match(await page.textContent('#live-rss'), /\d+(\.\d)? [MG]iB/);
+});
+
+// Starts a chat from the page and samples the answer's length in the page every 5 ms.
+async function startChat(maxTokens) {
+  await page.fill('#max-tokens', String(maxTokens));
+  await page.waitForSelector('#send-btn:not([disabled])');
+  await page.evaluate(() => {
+    window.lengths = [];
+    const answer = document.getElementById('answer');
+    const timer = setInterval(() => {
+      window.lengths.push(answer.textContent.length);
+      if (document.body.dataset.chat === 'done') clearInterval(timer);
+    }, 5);
+  });
+  await page.click('#send-btn');
+}
+
+test('answer streams progressively and ends with ms/token stats', { timeout: kSlow }, async (t) => {
+  await startChat(200);
+  await page.waitForSelector('body[data-chat="done"]');
+  const lengths = await page.evaluate(() => window.lengths);
+  const final = (await page.textContent('#answer')).length;
+  const partial = [...new Set(lengths)].filter((n) => n > 0 && n < final);
+  assert.ok(partial.length >= 3, `expected several partial lengths before ${final}, saw ${partial}`);
+  for (let i = 1; i < partial.length; i++) assert.ok(partial[i] > partial[i - 1], 'the answer shrank');
+  assert.equal(await page.textContent('#chat-error'), '');
+  assert.match(await page.textContent('#stat-finish'), /^(length|stop|context_full)$/);
+  assert.match(await page.textContent('#stat-ms-per-token'), /^\d+\.\d ms\/token$/);
+  assert.match(await page.textContent('#stat-ttft'), /^\d+(\.\d+)? ms$/);
+  t.diagnostic(`${partial.length} partial lengths before ${final} characters; ` +
+               `${await page.textContent('#stat-ms-per-token')}, ` +
+               `TTFT ${await page.textContent('#stat-ttft')}`);
+  await page.waitForFunction(() => document.getElementById('live-busy').textContent === 'idle');
+  const shots = path.join(root, 'build/screenshots');
+  await mkdir(shots, { recursive: true });
+  await page.screenshot({ path: path.join(shots, 'demo.png'), fullPage: true });
+});
+
+test('Cancel stops a long generation', { timeout: kSlow }, async (t) => {
+  await startChat(2000);
+  await page.waitForFunction(() => document.getElementById('answer').textContent.length > 300);
+  await page.click('#cancel-btn');
+  await page.waitForSelector('body[data-chat="done"]');
+  assert.equal(await page.textContent('#stat-finish'), 'cancelled');
+  const nGen = Number((await page.textContent('#stat-ngen')).split(' ')[0]);
+  assert.ok(nGen > 0 && nGen < 2000, `cancelled after ${nGen} tokens`);
+  t.diagnostic(`cancelled after ${nGen} of 2000 tokens`);
+  const length = (await page.textContent('#answer')).length;
+  await page.waitForTimeout(1500);
+  assert.equal((await page.textContent('#answer')).length, length, 'text kept growing after Cancel');
+  const status = await (await fetch(new URL('/api/status', demoUrl))).json();
+  assert.equal(status.busy, false);
+  assert.equal(status.generating, false);
+});
+
+test('switching models disposes the old one and cancels its generation',
+     { timeout: kSlow }, async () => {
+  const chat = await fetch(new URL('/api/chat', demoUrl), {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: 'count to a thousand', maxTokens: 2000 }),
+  });
+  assert.equal(chat.status, 200);
+  const body = chat.body.getReader();
+  const decoder = new TextDecoder();
+  let events = decoder.decode((await body.read()).value, { stream: true });  // it started
+  const local = path.join(tmp, 'models', 'tiny-local.gguf');
+  await copyFile(path.join(tmp, 'tiny.gguf'), local);
+  const r = await postJson('/api/load', { path: local });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.equal(r.body.info.path, local);
+  for (let c = await body.read(); !c.done; c = await body.read()) {
+    events += decoder.decode(c.value, { stream: true });
+  }
+  const done = JSON.parse(events.match(/event: done\ndata: (.*)\n/)[1]);
+  assert.equal(done.finishReason, 'cancelled');
+  const status = await (await fetch(new URL('/api/status', demoUrl))).json();
+  assert.equal(status.model.path, local);
+});
