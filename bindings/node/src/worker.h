@@ -1,6 +1,6 @@
-// Native threads of the binding: one Worker (a detached thread with a FIFO of jobs) per model,
-// and one-shot threads for store and planner calls. Every such thread is counted so that the
-// environment's cleanup hook can wait for them before the addon is unloaded.
+// Native threads of the binding: one Worker (a FIFO of jobs on its own thread) per model, and
+// one-shot tasks for store and planner calls, all on a pool of reusable detached threads. Every
+// task is counted so that the cleanup at exit can wait for them before the addon is unloaded.
 //
 // Thread safety: all methods may be called from any thread.
 #pragma once
@@ -32,10 +32,10 @@ class Worker {
   bool closing_ = false;
 };
 
-// Runs `fn` on a new detached, counted thread.
+// Runs `fn` on a pooled thread (an idle one, or a new one), counted until it returns.
 void start_thread(std::function<void()> fn);
 
-// Waits until every counted thread has ended, at most `limit`. False on timeout.
+// Waits until every counted task has ended, at most `limit`. False on timeout.
 bool wait_for_threads(std::chrono::milliseconds limit);
 
 // Set once the process or environment is going away: the JS thread no longer takes items, so
