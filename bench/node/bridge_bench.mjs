@@ -230,6 +230,27 @@ function runOne(name, cfg) {
   }
 }
 
+/** Fails early, saying what to do, when something a run needs is missing. */
+async function checkPrerequisites(cfg, runs) {
+  if (runs.includes("cli")) {
+    mustExist(cfg.cli, "edgellm CLI", "build it (scripts/setup.sh) or pass --cli");
+    if (cfg.ignoreEos && !(await cliSupports(cfg.cli, "--ignore-eos"))) {
+      throw new Error(`${cfg.cli} run has no --ignore-eos: rebuild it, or pass --no-ignore-eos`);
+    }
+  }
+  if (runs.some((r) => r[0] === "e")) {
+    mustExist(cfg.addon, "edgellm's index.js", "pass --addon");
+    if (!process.env.EDGELLM_NODE_ADDON) {
+      mustExist(path.join(path.dirname(cfg.addon), "build", "edgellm.node"), "the native addon",
+        "build the edgellm_node target first (or set EDGELLM_NODE_ADDON)");
+    }
+  }
+  if (runs.includes("nlc")) {
+    mustExist(path.join(HERE, "node_modules", "node-llama-cpp", "package.json"), "node-llama-cpp",
+      "run `npm ci` in bench/node");
+  }
+}
+
 /** One measured run with the share of the CPUs that other processes took meanwhile. */
 async function measuredRun(name, cfg, round) {
   const before = cpuSnapshot();
@@ -303,21 +324,7 @@ async function main() {
   const retryBusy = Number(a["retry-busy"]);
   if (!Number.isInteger(retryBusy) || retryBusy < 0) throw new Error("--retry-busy must be >= 0");
   const runs = runsFor(parts);
-  if (runs.includes("cli")) {
-    mustExist(cfg.cli, "edgellm CLI", "build it (scripts/setup.sh) or pass --cli");
-    if (cfg.ignoreEos && !(await cliSupports(cfg.cli, "--ignore-eos"))) {
-      throw new Error(`${cfg.cli} run has no --ignore-eos: rebuild it, or pass --no-ignore-eos`);
-    }
-  }
-  if (runs.some((r) => r[0] === "e")) {
-    mustExist(cfg.addon, "edgellm's index.js", "pass --addon");
-    mustExist(path.join(path.dirname(cfg.addon), "build", "edgellm.node"), "the native addon",
-      "build the edgellm_node target first (or set EDGELLM_NODE_ADDON)");
-  }
-  if (runs.includes("nlc")) {
-    mustExist(path.join(HERE, "node_modules", "node-llama-cpp", "package.json"), "node-llama-cpp",
-      "run `npm ci` in bench/node");
-  }
+  await checkPrerequisites(cfg, runs);
 
   const log = (s) => process.stderr.write(s + "\n");
   log(`bridge_bench: ${shown(model)}, ${cfg.threads} threads, ctx ${cfg.ctx}, ` +
