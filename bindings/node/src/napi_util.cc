@@ -197,8 +197,4 @@ void Channel::Release() {
   delete this;
 }
 
-bool make_promise(napi_env env, Promise* p) {
-  return napi_create_promise(env, &p->deferred, &p->promise) == napi_ok;
-}
-
 }  // namespace edgellm::node

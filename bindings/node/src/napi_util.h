@@ -76,11 +76,10 @@ class Channel {
   napi_threadsafe_function tsfn_ = nullptr;
 };
 
-// A promise and its deferred; resolve/reject on the JS thread.
+// A promise and its deferred (napi_create_promise); resolve/reject on the JS thread.
 struct Promise {
   napi_deferred deferred = nullptr;
   napi_value promise = nullptr;
 };
-bool make_promise(napi_env env, Promise* p);
 
 }  // namespace edgellm::node
