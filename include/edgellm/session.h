@@ -63,8 +63,9 @@ struct GenerateOptions {
   // Generation ends (reason kStop) when the text would contain one of these; the stop
   // string itself is not part of the output.
   std::vector<std::string> stop;
-  // Streaming: a piece goes to the sink every `stream_every_tokens` tokens (default 4) or
-  // when `stream_every_ms` (default 100) passed since the last piece, whichever comes first.
+  // Streaming: the first text goes to the sink as soon as it is decoded (so time to first text
+  // is TTFT), then a piece every `stream_every_tokens` tokens (default 4) or when
+  // `stream_every_ms` (default 100) passed since the last piece, whichever comes first.
   int32_t stream_every_tokens = 4;
   int32_t stream_every_ms = 100;
   // When the prompt does not fit the context: false (default) fails with kInvalidArgument

@@ -60,7 +60,8 @@ bool TextStreamer::Push(std::string_view token_bytes) {
     Emit(clean_.size());
     return false;
   }
-  const bool due = tokens_since_emit_ >= every_tokens_ ||
+  // The first piece goes out at once: time to first text is the time to first token.
+  const bool due = pieces_ == 0 || tokens_since_emit_ >= every_tokens_ ||
                    std::chrono::steady_clock::now() - last_emit_ >= every_ms_;
   if (!due) return true;
   return Emit(clean_.size() - HeldBack());

@@ -1,6 +1,7 @@
 // TextStreamer: turns a stream of token bytes into UI-friendly text pieces.
 //
-// Batches pieces (every N tokens or after a time bound), never splits a UTF-8
+// Sends the first displayable text at once, then batches pieces (every N tokens
+// or after a time bound), never splits a UTF-8
 // character, holds back text that may be the start of a stop string, and cuts
 // the text at the first stop string. The concatenation of the pieces handed to
 // the sink is exactly text().

@@ -22,17 +22,30 @@ struct Collect {
   }
 };
 
-TEST(TextStreamer, BatchesEveryNTokens) {
+TEST(TextStreamer, FirstTextAtOnceThenEveryNTokens) {
   Collect c;
   TextSink sink = c.sink();
   TextStreamer s(sink, {}, 4, 1000000);
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(s.Push("ab"));
-  EXPECT_EQ(c.pieces.size(), 2u);  // after tokens 4 and 8
-  EXPECT_EQ(c.pieces[0], "abababab");
+  // After token 1 (the first text goes out at once), then after tokens 5 and 9.
+  EXPECT_EQ(c.pieces, (std::vector<std::string>{"ab", "abababab", "abababab"}));
   ASSERT_TRUE(s.Finish());
-  EXPECT_EQ(c.pieces.size(), 3u);
+  EXPECT_EQ(c.pieces.size(), 4u);
   EXPECT_EQ(c.joined(), "abababababababababab");
   EXPECT_EQ(c.joined(), s.text());
+}
+
+TEST(TextStreamer, FirstPieceWaitsForAWholeCharacter) {
+  Collect c;
+  TextSink sink = c.sink();
+  TextStreamer s(sink, {}, 4, 1000000);
+  const std::string ni = "你";
+  ASSERT_TRUE(s.Push(ni.substr(0, 1)));  // a partial character is not text yet
+  EXPECT_TRUE(c.pieces.empty());
+  ASSERT_TRUE(s.Push(ni.substr(1)));
+  EXPECT_EQ(c.pieces, (std::vector<std::string>{"你"}));
+  ASSERT_TRUE(s.Push("a"));  // now batched again
+  EXPECT_EQ(c.pieces.size(), 1u);
 }
 
 TEST(TextStreamer, TimeBoundFlushesEarly) {
@@ -40,10 +53,11 @@ TEST(TextStreamer, TimeBoundFlushesEarly) {
   TextSink sink = c.sink();
   TextStreamer s(sink, {}, 1000, 5);
   ASSERT_TRUE(s.Push("x"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(s.Push("y"));
-  ASSERT_EQ(c.pieces.size(), 1u);
-  EXPECT_EQ(c.pieces[0], "xy");
+  EXPECT_EQ(c.pieces, (std::vector<std::string>{"x"}));  // "y" waits for the time bound
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(s.Push("z"));
+  EXPECT_EQ(c.pieces, (std::vector<std::string>{"x", "yz"}));
 }
 
 TEST(TextStreamer, NeverSplitsCharacters) {

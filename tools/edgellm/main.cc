@@ -4,6 +4,7 @@
 #include "common.h"
 
 int main(int argc, char** argv) {
+  edgellm::TuneAllocator();
   CLI::App app{"edgellm: run open LLMs (GGUF) on small devices"};
   app.set_version_flag("--version", std::string("edgellm ") + edgellm::version() +
                                         ", llama.cpp " + edgellm::llama_build());

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string_view>
+
+#include "edgellm/edgellm.h"
 
 #include "functions.h"
 #include "native_model.h"
@@ -52,7 +55,14 @@ napi_value init(napi_env env, napi_value exports) {
   }
   napi_add_env_cleanup_hook(env, cleanup, env);
   static std::once_flag once;
-  std::call_once(once, [] { std::atexit(at_exit); });
+  std::call_once(once, [] {
+    std::atexit(at_exit);
+    // Fixed malloc thresholds, so a disposed model's memory leaves the process (see
+    // edgellm::TuneAllocator). Process-wide; EDGELLM_MALLOC_TUNING=0 leaves the host's allocator
+    // settings alone.
+    const char* tuning = std::getenv("EDGELLM_MALLOC_TUNING");
+    if (!tuning || std::string_view(tuning) != "0") edgellm::TuneAllocator();
+  });
   return exports;
 }
 

@@ -28,32 +28,35 @@ test('200 load -> generate -> dispose cycles: RSS stays flat', { timeout: 600_00
     assert.equal(r.stats.nGen, 4);
     await m.dispose();
   };
-  // Warm-up: malloc arenas, the pooled threads' OpenMP teams and the page cache settle within
-  // about 50 cycles (standalone: 54.6 MiB at cycle 0, 57.2 at 50, 56.8-58.3 from 100 to 200).
+  // Warm-up: malloc arenas, the pooled threads' OpenMP teams, the page cache and the node
+  // binary's pages touched once V8 optimizes the loop (+4.6 MiB somewhere between cycles 25 and
+  // 50 under the test runner) settle within about 50 cycles; 80 leave a margin.
   // Each end is the mean of 10 samples: single readings move by a few MiB with the allocator.
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const early = [];
   const late = [];
-  for (let i = 0; i < 50; i++) {
+  const warm = 80;
+  for (let i = 0; i < warm; i++) {
     await cycle(i);
-    if (i >= 40) early.push(await rssMiB());
+    if (i >= warm - 10) early.push(await rssMiB());
   }
   const heapBefore = process.memoryUsage().heapUsed / 2 ** 20;
-  for (let i = 50; i < 250; i++) {
+  for (let i = warm; i < warm + 200; i++) {
     await cycle(i);
-    if (i >= 240) late.push(await rssMiB());
+    if (i >= warm + 190) late.push(await rssMiB());
   }
   const before = mean(early);
   const after = mean(late);
   const heapAfter = process.memoryUsage().heapUsed / 2 ** 20;
   const growth = (after - before) / before;
-  console.log(`RSS over cycles 41-50 ${before.toFixed(1)} MiB, over cycles 241-250 ` +
+  console.log(`RSS over cycles ${warm - 9}-${warm} ${before.toFixed(1)} MiB, over cycles ` +
+              `${warm + 191}-${warm + 200} ` +
               `${after.toFixed(1)} MiB (${(100 * growth).toFixed(2)}%); V8 heap ` +
               `${heapBefore.toFixed(1)} -> ${heapAfter.toFixed(1)} MiB`);
-  // The issue's goal is < 5%. Measured 4.3% and 4.9% (a residual ~17 KB per cycle, being
-  // tracked down), so the assertion leaves room for this shared machine's noise; a leak of the
-  // model (41 MiB per cycle) or of a session would still fail it at once.
-  assert.ok(growth < 0.10, `RSS grew ${(100 * growth).toFixed(1)}% over 200 cycles`);
+  // Without edgellm::TuneAllocator (EDGELLM_MALLOC_TUNING=0) this grew 12% and 20%: glibc
+  // raises its trim threshold after large frees and never trims a thread arena's top chunk, so
+  // the worker's arena kept up to 12 MiB resident. With it: +1.0% (cycles 71-80 vs 271-280).
+  assert.ok(growth < 0.05, `RSS grew ${(100 * growth).toFixed(1)}% over 200 cycles`);
 });
 
 test('1000 random cancel/restart cycles: every promise settles exactly once', { timeout: 600_000 },
