@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -161,7 +162,8 @@ TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
 }
 
 TEST_F(CliTest, HelpEverywhere) {
-  for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens ", "bench ", "bench threads "}) {
+  for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens ", "bench ",
+                          "bench threads ", "caps ", "route "}) {
     CliRun r = Cli(std::string(sub) + "--help");
     EXPECT_EQ(r.rc, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
@@ -169,6 +171,40 @@ TEST_F(CliTest, HelpEverywhere) {
   CliRun list = Cli("synth --list");
   EXPECT_EQ(list.rc, 0);
   EXPECT_NE(list.out.find("qwen2.5-1.5b"), std::string::npos);
+}
+
+TEST_F(CliTest, CapsAndRoute) {
+  CliRun caps = Cli("caps --json");
+  ASSERT_EQ(caps.rc, 0) << caps.err;
+  auto c = nlohmann::json::parse(caps.out);
+  EXPECT_NE(std::find(c["backends"].begin(), c["backends"].end(), "CPU"), c["backends"].end());
+  EXPECT_FALSE(c["verdict"]["reason"].get<std::string>().empty());
+
+  // The tiny model fits 8 GB: with a cloud and no demand the seed's Decision 1 picks the cloud,
+  // --prefer-device the device.
+  CliRun r = Cli("route -m " + model_ + " --ram 8G --cloud http://127.0.0.1:1 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["route"], "cloud");
+  r = Cli("route -m " + model_ + " --ram 8G --cloud http://127.0.0.1:1 --prefer-device --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["route"], "on-device");
+  // In 32 MiB it does not fit: the cloud, and with --private a refusal (exit 3) saying why.
+  r = Cli("route -m " + model_ + " --ram 32M --cloud http://127.0.0.1:1 --prefer-device --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["route"], "cloud");
+  EXPECT_FALSE(j["plan"]["fits"].get<bool>());
+  r = Cli("route -m " + model_ + " --ram 32M --cloud http://127.0.0.1:1 --private");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(r.out.find("refuse: privacy required"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory plan"), std::string::npos) << r.out;
+  r = Cli("route -m /nonexistent.gguf --latency-ms 50 --json");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_NE(nlohmann::json::parse(r.out)["local_why"].get<std::string>().find("not on the device"),
+            std::string::npos);
+  r = Cli("route -m " + model_ + " --whitelist /nonexistent.json");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("cannot be opened"), std::string::npos) << r.err;
 }
 
 }  // namespace

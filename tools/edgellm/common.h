@@ -23,6 +23,9 @@ Action add_pack(CLI::App& app);
 Action add_serve(CLI::App& app);
 // pull, models, rm, verify (the model store)
 Action add_store(CLI::App& app);
+// caps, route (capabilities, whitelist and scenario policy)
+Action add_caps(CLI::App& app);
+Action add_route(CLI::App& app);
 
 // "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
 edgellm::Result<uint64_t> parse_size(const std::string& text);

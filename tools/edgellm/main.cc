@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   cli::Action pack = cli::add_pack(app);
   cli::Action serve = cli::add_serve(app);
   cli::Action store = cli::add_store(app);
+  cli::Action caps = cli::add_caps(app);
+  cli::Action route = cli::add_route(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,5 +38,7 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("quantize")) return quantize();
   if (app.got_subcommand("pack")) return pack();
+  if (app.got_subcommand("caps")) return caps();
+  if (app.got_subcommand("route")) return route();
   return 2;
 }
