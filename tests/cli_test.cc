@@ -1,6 +1,14 @@
 // The edgellm binary as a user runs it: exit codes, stdout/stderr split, --json, --help.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <algorithm>
 #include <cstdio>
@@ -163,7 +171,7 @@ TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
 
 TEST_F(CliTest, HelpEverywhere) {
   for (const char* sub : {"", "run ", "info ", "synth ", "plan ", "tokens ", "bench ",
-                          "bench threads ", "caps ", "route "}) {
+                          "bench threads ", "caps ", "route ", "serve "}) {
     CliRun r = Cli(std::string(sub) + "--help");
     EXPECT_EQ(r.rc, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub << r.out;
@@ -205,6 +213,122 @@ TEST_F(CliTest, CapsAndRoute) {
   r = Cli("route -m " + model_ + " --whitelist /nonexistent.json");
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("cannot be opened"), std::string::npos) << r.err;
+}
+
+// A plain HTTP/1.1 exchange over a loopback socket (Connection: close); returns the raw reply.
+std::string Http(int port, const std::string& method, const std::string& path,
+                 const std::string& body = "") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                          "Content-Type: application/json\r\nConnection: close\r\n" +
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  (void)!::write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string HttpBody(const std::string& reply) {
+  const size_t p = reply.find("\r\n\r\n");
+  return p == std::string::npos ? "" : reply.substr(p + 4);
+}
+
+TEST_F(CliTest, ServeOpenAiCompatible) {
+  const std::string out = testutil::fixture_dir() + "/serve-" + std::to_string(::getpid());
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    (void)!std::freopen(out.c_str(), "w", stdout);
+    (void)!std::freopen((out + ".err").c_str(), "w", stderr);
+    ::execl(EDGELLM_CLI, EDGELLM_CLI, "serve", "-m", model_.c_str(), "--port", "0", "--ctx",
+            "256", "--queue", "0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int port = 0;
+  for (int i = 0; i < 600 && port == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string url = testutil::read_file(out);
+    const size_t colon = url.rfind(':');
+    if (url.find('\n') != std::string::npos && colon != std::string::npos) {
+      port = std::atoi(url.c_str() + colon + 1);
+    }
+  }
+  ASSERT_GT(port, 0) << testutil::read_file(out + ".err");
+
+  auto health = nlohmann::json::parse(HttpBody(Http(port, "GET", "/health")));
+  EXPECT_EQ(health["status"], "ok");
+  auto models = nlohmann::json::parse(HttpBody(Http(port, "GET", "/v1/models")));
+  ASSERT_EQ(models["data"].size(), 1u);
+
+  // Greedy chat, not streamed, twice: the same text; then streamed: the deltas add up to it.
+  const std::string chat =
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"},)"
+      R"({"role":"assistant","content":"hello"},{"role":"user","content":"and now?"}],)"
+      R"("max_tokens":12,"temperature":0)";
+  auto a = nlohmann::json::parse(HttpBody(Http(port, "POST", "/v1/chat/completions", chat + "}")));
+  auto b = nlohmann::json::parse(HttpBody(Http(port, "POST", "/v1/chat/completions", chat + "}")));
+  const std::string text = a["choices"][0]["message"]["content"];
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(b["choices"][0]["message"]["content"], text);
+  EXPECT_EQ(a["usage"]["completion_tokens"].get<int>() + a["usage"]["prompt_tokens"].get<int>(),
+            a["usage"]["total_tokens"].get<int>());
+  const std::string sse = Http(port, "POST", "/v1/chat/completions", chat + R"(,"stream":true})");
+  EXPECT_NE(sse.find("text/event-stream"), std::string::npos);
+  std::string streamed;
+  int deltas = 0;
+  bool done = false;
+  std::string finish;
+  for (size_t p = sse.find("data: "); p != std::string::npos; p = sse.find("data: ", p + 6)) {
+    const std::string line = sse.substr(p + 6, sse.find('\n', p) - p - 6);
+    if (line == "[DONE]") {
+      done = true;
+      continue;
+    }
+    auto j = nlohmann::json::parse(line);
+    const auto& c = j["choices"][0];
+    if (c["delta"].contains("content")) {
+      streamed += c["delta"]["content"].get<std::string>();
+      ++deltas;
+    }
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(finish, "length");
+  EXPECT_GE(deltas, 3);  // the role chunk and at least two pieces
+  EXPECT_EQ(streamed, text);
+
+  auto c = nlohmann::json::parse(HttpBody(
+      Http(port, "POST", "/v1/completions", R"({"prompt":"Once upon","max_tokens":4,"temperature":0})")));
+  EXPECT_EQ(c["object"], "text_completion");
+  EXPECT_EQ(c["usage"]["completion_tokens"], 4);
+
+  // Bad requests: clear 400s in the OpenAI error shape.
+  for (const char* bad : {"nope", R"({"messages":[]})",
+                          R"({"messages":[{"role":"assistant","content":"x"}]})",
+                          R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})",
+                          R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})"}) {
+    const std::string r = Http(port, "POST", "/v1/chat/completions", bad);
+    EXPECT_NE(r.find(" 400 "), std::string::npos) << bad << r;
+    EXPECT_TRUE(nlohmann::json::parse(HttpBody(r))["error"].contains("message")) << bad;
+  }
+
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::remove(out.c_str());
+  std::remove((out + ".err").c_str());
 }
 
 }  // namespace

@@ -47,6 +47,11 @@ const char* finish_reason_name(FinishReason reason);
 // Return false to cancel the generation.
 using TextSink = std::function<bool(std::string_view piece)>;
 
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
 // Per-call options. Lifetime: one Generate() call.
 struct GenerateOptions {
   int32_t max_tokens = 256;      // new tokens at most. Default 256; must be >= 1
@@ -60,6 +65,10 @@ struct GenerateOptions {
   // Format the prompt as one user turn with the model's chat template. Default false (plain).
   bool chat = false;
   std::string system_prompt;     // used only with chat; empty = none
+  // Used only with chat: earlier turns, oldest first, placed between the system prompt and
+  // the prompt's user turn. Roles as the model's template knows them ("user", "assistant",
+  // "system"). Default none.
+  std::vector<ChatMessage> history;
   // Generation ends (reason kStop) when the text would contain one of these; the stop
   // string itself is not part of the output.
   std::vector<std::string> stop;

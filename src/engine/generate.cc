@@ -62,7 +62,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
 
   std::string text(prompt);
   if (o.chat) {
-    Result<std::string> formatted = format_chat(model->model, prompt, o.system_prompt);
+    Result<std::string> formatted = format_chat(model->model, prompt, o.system_prompt, o.history);
     if (!formatted.ok()) return formatted.status();
     text = std::move(formatted.value());
   }

@@ -158,7 +158,7 @@ Result<std::string> Session::FormatChat(std::string_view user, std::string_view 
 }
 
 Result<std::string> format_chat(const llama_model* model, std::string_view user,
-                                std::string_view system) {
+                                std::string_view system, const std::vector<ChatMessage>& history) {
   const char* tmpl = llama_model_chat_template(model, nullptr);
   if (!tmpl) {
     return Status::InvalidArgument(
@@ -166,9 +166,15 @@ Result<std::string> format_chat(const llama_model* model, std::string_view user,
   }
   const std::string u(user), s(system);
   std::vector<llama_chat_message> msgs;
+  size_t total = u.size() + s.size() + 256;
   if (!s.empty()) msgs.push_back({"system", s.c_str()});
+  for (const ChatMessage& m : history) {
+    if (m.role.empty()) return Status::InvalidArgument("a chat message has no role");
+    msgs.push_back({m.role.c_str(), m.content.c_str()});
+    total += m.content.size() + 64;
+  }
   msgs.push_back({"user", u.c_str()});
-  std::vector<char> buf(u.size() + s.size() + 256);
+  std::vector<char> buf(total);
   int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(),
                                         static_cast<int32_t>(buf.size()));
   if (n > static_cast<int32_t>(buf.size())) {

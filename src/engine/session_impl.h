@@ -25,6 +25,7 @@ struct Session::Impl {
 };
 
 Result<std::string> format_chat(const llama_model* model, std::string_view user,
-                                std::string_view system);
+                                std::string_view system,
+                                const std::vector<ChatMessage>& history = {});
 
 }  // namespace edgellm

@@ -17,6 +17,7 @@
 #include <httplib.h>
 
 #include "common.h"
+#include "http_serve.h"
 
 namespace cli {
 namespace {
@@ -159,34 +160,17 @@ int serve(const ServeArgs& a) {
   if (ec || !fs::is_directory(root)) {
     return fail(edgellm::Status::NotFound("model folder not found: " + a.dir));
   }
-  // SIGINT/SIGTERM are taken by sigwait below, never by a server thread (they inherit this).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+  // SIGINT/SIGTERM are taken by sigwait, never by a server thread (they inherit this).
+  const sigset_t stop_signals = block_stop_signals();
   httplib::Server server;
   server.Get(".*", [&root](const httplib::Request& req, httplib::Response& res) {
     serve_file(root, req, res);
   });
   server.set_logger(log_request);
-  const int port = a.port == 0 ? server.bind_to_any_port(a.host)
-                               : (server.bind_to_port(a.host, a.port) ? a.port : -1);
-  if (port <= 0) {
-    return fail(edgellm::Status::Unavailable("cannot listen on " + a.host + ":" +
-                                             std::to_string(a.port) +
-                                             ": is the port in use? try another --port"));
-  }
-  std::thread listener([&server] { server.listen_after_bind(); });
-  std::fprintf(stderr, "serving %s on http://%s:%d/ (Ctrl-C to stop)\n", root.c_str(),
-               a.host.c_str(), port);
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  std::fprintf(stderr, "stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  server.stop();
-  listener.join();
-  return 0;
+  return serve_until_signal(server, stop_signals, a.host, a.port, [&](int port) {
+    std::fprintf(stderr, "serving %s on http://%s:%d/ (Ctrl-C to stop)\n", root.c_str(),
+                 a.host.c_str(), port);
+  });
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   cli::Action store = cli::add_store(app);
   cli::Action caps = cli::add_caps(app);
   cli::Action route = cli::add_route(app);
+  cli::Action serve_llm = cli::add_serve_llm(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,5 +41,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("pack")) return pack();
   if (app.got_subcommand("caps")) return caps();
   if (app.got_subcommand("route")) return route();
+  if (app.got_subcommand("serve")) return serve_llm();
   return 2;
 }

@@ -1,0 +1,339 @@
+// edgellm serve -m MODEL [--host H] [--port P] [--ctx N] [--threads T] [--queue N] [--id NAME]:
+// an OpenAI-compatible HTTP server over the local engine. /v1/chat/completions (streamed over
+// SSE or not), /v1/completions, /v1/models, /health. One generation at a time; up to --queue
+// requests wait their turn, more get 429. Runs until SIGINT or SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <httplib.h>
+
+#include "common.h"
+#include "http_serve.h"
+
+namespace cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct LlmServeArgs {
+  std::string model, host = "127.0.0.1", id;
+  int port = 8080, ctx = -1, threads = -1, queue = 8;
+};
+
+// One generation at a time, FIFO, with a bounded number of waiters.
+class Turnstile {
+ public:
+  explicit Turnstile(int max_waiting) : max_waiting_(max_waiting) {}
+  // False when the queue is full.
+  bool Enter() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (busy_ && waiting_ >= max_waiting_) return false;
+    const uint64_t ticket = next_ticket_++;
+    ++waiting_;
+    cv_.wait(l, [&] { return !busy_ && ticket == serving_; });
+    --waiting_;
+    busy_ = true;
+    return true;
+  }
+  void Leave() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      busy_ = false;
+      ++serving_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int max_waiting_;
+  int waiting_ = 0;
+  bool busy_ = false;
+  uint64_t next_ticket_ = 0, serving_ = 0;
+};
+
+void send_error(httplib::Response& res, int status, const std::string& type,
+                const std::string& message) {
+  res.status = status;
+  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"code", status}}}}.dump(),
+                  "application/json");
+}
+
+const char* finish_name(edgellm::FinishReason r) {
+  switch (r) {
+    case edgellm::FinishReason::kLength:
+    case edgellm::FinishReason::kContextFull: return "length";
+    case edgellm::FinishReason::kCancelled: return "cancelled";
+    default: return "stop";
+  }
+}
+
+// The request's sampling fields into GenerateOptions; false with *err on a bad value.
+bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
+  o->temperature = 0.8f;
+  o->max_tokens = 256;
+  try {
+    if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
+      o->max_tokens = body["max_tokens"].get<int32_t>();
+    }
+    if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
+      o->max_tokens = body["max_completion_tokens"].get<int32_t>();
+    }
+    if (body.contains("temperature") && !body["temperature"].is_null()) {
+      o->temperature = body["temperature"].get<float>();
+    }
+    if (body.contains("top_p") && !body["top_p"].is_null()) o->top_p = body["top_p"].get<float>();
+    if (body.contains("seed") && !body["seed"].is_null()) o->seed = body["seed"].get<uint32_t>();
+    if (body.contains("stop") && !body["stop"].is_null()) {
+      const json& s = body["stop"];
+      if (s.is_string()) {
+        o->stop.push_back(s.get<std::string>());
+      } else {
+        for (const json& x : s) o->stop.push_back(x.get<std::string>());
+      }
+    }
+  } catch (const json::exception& e) {
+    *err = std::string("a sampling field has the wrong type: ") + e.what();
+    return false;
+  }
+  if (o->max_tokens < 1 || o->max_tokens > 1 << 20) {
+    *err = "max_tokens must be between 1 and 1048576";
+    return false;
+  }
+  if (!(o->temperature >= 0 && o->temperature <= 10)) {
+    *err = "temperature must be between 0 and 10";
+    return false;
+  }
+  if (!(o->top_p > 0 && o->top_p <= 1)) {
+    *err = "top_p must be in (0, 1]";
+    return false;
+  }
+  return true;
+}
+
+class LlmServer {
+ public:
+  LlmServer(const LlmServeArgs& a, std::unique_ptr<edgellm::Model> model,
+            std::unique_ptr<edgellm::Session> session)
+      : a_(a), model_(std::move(model)), session_(std::move(session)), gate_(a.queue) {}
+
+  void Routes(httplib::Server& s) {
+    s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json{{"status", "ok"}, {"model", a_.id}}.dump(), "application/json");
+    });
+    s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(json{{"object", "list"},
+                           {"data", {{{"id", a_.id},
+                                      {"object", "model"},
+                                      {"created", created_},
+                                      {"owned_by", "edgellm"}}}}}
+                          .dump(),
+                      "application/json");
+    });
+    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      Handle(req, res, /*chat=*/true);
+    });
+    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      Handle(req, res, /*chat=*/false);
+    });
+  }
+
+ private:
+  void Handle(const httplib::Request& req, httplib::Response& res, bool chat) {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) {
+      return send_error(res, 400, "invalid_request_error", "the body is not a JSON object");
+    }
+    auto o = std::make_shared<edgellm::GenerateOptions>();
+    std::string err;
+    if (!read_options(body, o.get(), &err)) {
+      return send_error(res, 400, "invalid_request_error", err);
+    }
+    auto prompt = std::make_shared<std::string>();
+    if (chat) {
+      if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
+        return send_error(res, 400, "invalid_request_error", "messages must be a non-empty array");
+      }
+      const json& msgs = body["messages"];
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        const json& m = msgs[i];
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+            !m.contains("content") || !m["content"].is_string()) {
+          return send_error(res, 400, "invalid_request_error",
+                            "messages[" + std::to_string(i) +
+                                "] needs a string role and a string content");
+        }
+        const std::string role = m["role"], content = m["content"];
+        if (i == 0 && role == "system") {
+          o->system_prompt = content;
+        } else if (i + 1 == msgs.size()) {
+          if (role != "user") {
+            return send_error(res, 400, "invalid_request_error",
+                              "the last message must have role user");
+          }
+          *prompt = content;
+        } else {
+          o->history.push_back({role, content});
+        }
+      }
+      o->chat = true;
+    } else {
+      if (!body.contains("prompt") || !body["prompt"].is_string()) {
+        return send_error(res, 400, "invalid_request_error", "prompt must be a string");
+      }
+      *prompt = body["prompt"].get<std::string>();
+    }
+    const bool stream = body.value("stream", false);
+    const std::string id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++seq_);
+    const std::string object = chat ? "chat.completion" : "text_completion";
+
+    if (!gate_.Enter()) {
+      res.set_header("Retry-After", "1");
+      return send_error(res, 429, "rate_limit_error",
+                        "the server is busy: " + std::to_string(a_.queue) +
+                            " requests are already waiting; retry later");
+    }
+    if (!stream) {
+      auto gen = session_->Generate(*prompt, *o);
+      gate_.Leave();
+      if (!gen.ok()) return send_error(res, 400, "invalid_request_error", gen.status().message());
+      json choice = {{"index", 0}, {"finish_reason", finish_name(gen->finish_reason)}};
+      if (chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", gen->text}};
+      } else {
+        choice["text"] = gen->text;
+      }
+      res.set_content(json{{"id", id},
+                           {"object", object},
+                           {"created", std::time(nullptr)},
+                           {"model", a_.id},
+                           {"choices", {choice}},
+                           {"usage",
+                            {{"prompt_tokens", gen->stats.n_prompt},
+                             {"completion_tokens", gen->stats.n_gen},
+                             {"total_tokens", gen->stats.n_prompt + gen->stats.n_gen}}}}
+                          .dump(),
+                      "application/json");
+      return;
+    }
+    // Streamed: the generation runs inside the content provider, on this connection's thread,
+    // and holds the turnstile until it ends. A client that goes away cancels it.
+    const std::string created = std::to_string(std::time(nullptr));
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, o, prompt, id, object, chat](size_t, httplib::DataSink& sink) {
+          auto chunk = [&](const json& delta, const char* finish) {
+            json c = {{"index", 0}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
+            if (chat) {
+              c["delta"] = delta;
+            } else {
+              c["text"] = delta.value("content", "");
+            }
+            const std::string line =
+                "data: " +
+                json{{"id", id},
+                     {"object", chat ? "chat.completion.chunk" : object},
+                     {"created", std::time(nullptr)},
+                     {"model", a_.id},
+                     {"choices", {c}}}
+                    .dump() +
+                "\n\n";
+            return sink.write(line.data(), line.size());
+          };
+          bool ok = !chat || chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
+          edgellm::Result<edgellm::Generation> gen = edgellm::Status::Cancelled("client gone");
+          if (ok) {
+            gen = session_->Generate(*prompt, *o, [&](std::string_view piece) {
+              ok = chunk({{"content", std::string(piece)}}, nullptr);
+              return ok;  // a failed write (client gone) cancels the generation
+            });
+          }
+          gate_.Leave();
+          if (ok) {
+            if (gen.ok()) {
+              chunk(json::object(), finish_name(gen->finish_reason));
+            } else {
+              const std::string line =
+                  "data: " +
+                  json{{"error", {{"message", gen.status().message()}, {"type", "server_error"}}}}
+                      .dump() +
+                  "\n\n";
+              sink.write(line.data(), line.size());
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+          }
+          sink.done();
+          return true;
+        });
+  }
+
+  LlmServeArgs a_;
+  std::unique_ptr<edgellm::Model> model_;
+  std::unique_ptr<edgellm::Session> session_;
+  Turnstile gate_;
+  std::atomic<uint64_t> seq_{0};
+  const int64_t created_ = std::time(nullptr);
+};
+
+void log_request(const httplib::Request& req, const httplib::Response& res) {
+  std::fprintf(stderr, "%s %s -> %d\n", req.method.c_str(), req.path.c_str(), res.status);
+}
+
+int serve_llm(LlmServeArgs a) {
+  if (a.id.empty()) a.id = std::filesystem::path(a.model).stem().string();
+  const sigset_t stop_signals = block_stop_signals();
+  std::fprintf(stderr, "[load] %s\n", a.model.c_str());
+  auto model = edgellm::Model::Load(a.model);
+  if (!model.ok()) return fail(model.status());
+  edgellm::SessionOptions so;
+  so.n_ctx = a.ctx;
+  so.n_threads = a.threads;
+  std::fprintf(stderr, "[init] context and warm-up\n");
+  auto session = edgellm::Session::Create(**model, so);
+  if (!session.ok()) return fail(session.status());
+  LlmServer llm(a, std::move(*model), std::move(*session));
+
+  httplib::Server server;
+  llm.Routes(server);
+  server.set_logger(log_request);
+  server.set_read_timeout(30, 0);
+  return serve_until_signal(server, stop_signals, a.host, a.port, [&](int port) {
+    // The address on stdout, alone on its line, so a script or test can read it (--port 0).
+    std::printf("http://%s:%d\n", a.host.c_str(), port);
+    std::fflush(stdout);
+    std::fprintf(stderr, "serving %s as \"%s\" on http://%s:%d/v1 (Ctrl-C to stop)\n",
+                 a.model.c_str(), a.id.c_str(), a.host.c_str(), port);
+  });
+}
+
+}  // namespace
+
+Action add_serve_llm(CLI::App& app) {
+  auto* a = new LlmServeArgs();
+  auto* cmd = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server over the local engine (/v1/chat/completions, ...)");
+  cmd->add_option("-m,--model", a->model, "GGUF model to serve")->required();
+  cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", a->port, "TCP port; 0 picks a free one (default 8080)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--ctx", a->ctx, "context length (default: min(trained, 2048))");
+  cmd->add_option("--threads", a->threads, "threads (default: physical cores)");
+  cmd->add_option("--queue", a->queue, "requests that may wait for the model (default 8)")
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--id", a->id, "model id in the API (default: the file name)");
+  return [a] { return serve_llm(*a); };
+}
+
+}  // namespace cli
