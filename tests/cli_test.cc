@@ -323,6 +323,40 @@ TEST_F(CliTest, ServeOpenAiCompatible) {
     EXPECT_TRUE(nlohmann::json::parse(HttpBody(r))["error"].contains("message")) << bad;
   }
 
+  // --queue 0: while a streamed generation runs, another request gets 429 at once; once the
+  // streaming client has gone, requests are served again.
+  {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string body =
+        R"({"prompt":"a long story","max_tokens":100000,"temperature":0,"stream":true})";
+    const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    std::string first;
+    char buf[4096];
+    while (first.find("data: ") == std::string::npos) {
+      const ssize_t n = ::read(fd, buf, sizeof(buf));
+      ASSERT_GT(n, 0);
+      first.append(buf, static_cast<size_t>(n));
+    }
+    const std::string busy = Http(port, "POST", "/v1/completions", R"({"prompt":"x","max_tokens":1})");
+    EXPECT_NE(busy.find(" 429 "), std::string::npos) << busy;
+    EXPECT_NE(busy.find("Retry-After"), std::string::npos) << busy;
+    ::close(fd);
+    std::string again;
+    for (int i = 0; i < 200; ++i) {
+      again = Http(port, "POST", "/v1/completions", R"({"prompt":"x","max_tokens":1})");
+      if (again.find(" 429 ") == std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(again.find(" 200 "), std::string::npos) << again;
+  }
+
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);
