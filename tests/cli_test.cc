@@ -215,9 +215,8 @@ TEST_F(CliTest, CapsAndRoute) {
   EXPECT_NE(r.err.find("cannot be opened"), std::string::npos) << r.err;
 }
 
-// A plain HTTP/1.1 exchange over a loopback socket (Connection: close); returns the raw reply.
-std::string Http(int port, const std::string& method, const std::string& path,
-                 const std::string& body = "") {
+// A TCP connection to 127.0.0.1:port, or -1.
+int Connect(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -225,8 +224,16 @@ std::string Http(int port, const std::string& method, const std::string& path,
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return "";
+    return -1;
   }
+  return fd;
+}
+
+// A plain HTTP/1.1 exchange over a loopback socket (Connection: close); returns the raw reply.
+std::string Http(int port, const std::string& method, const std::string& path,
+                 const std::string& body = "") {
+  const int fd = Connect(port);
+  if (fd < 0) return "";
   const std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
                           "Content-Type: application/json\r\nConnection: close\r\n" +
                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -326,12 +333,8 @@ TEST_F(CliTest, ServeOpenAiCompatible) {
   // --queue 0: while a streamed generation runs, another request gets 429 at once; once the
   // streaming client has gone, requests are served again.
   {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const int fd = Connect(port);
+    ASSERT_GE(fd, 0);
     const std::string body =
         R"({"prompt":"a long story","max_tokens":100000,"temperature":0,"stream":true})";
     const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +

@@ -80,8 +80,6 @@ const char* finish_name(edgellm::FinishReason r) {
 
 // The request's sampling fields into GenerateOptions; false with *err on a bad value.
 bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
-  o->temperature = 0.8f;
-  o->max_tokens = 256;
   try {
     if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
       o->max_tokens = body["max_tokens"].get<int32_t>();
@@ -228,7 +226,6 @@ class LlmServer {
     }
     // Streamed: the generation runs inside the content provider, on this connection's thread,
     // and holds the turnstile until it ends. A client that goes away cancels it.
-    const std::string created = std::to_string(std::time(nullptr));
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
