@@ -152,6 +152,35 @@ TEST_F(CliTest, BenchThreadsReportsWallAndCpuPerToken) {
   EXPECT_EQ(Cli("bench threads /no/such.gguf").rc, 1);
 }
 
+TEST_F(CliTest, LoraSynthRunAndBench) {
+  const std::string dir = testutil::scratch_dir("cli_lora");
+  const std::string lora = dir + "/tiny-lora.gguf";
+  CliRun w = Cli("synth --preset tiny --lora -o " + lora);
+  ASSERT_EQ(w.rc, 0) << w.err;
+  const std::string gen = "run -m " + model_ + " -p 'Hello there' -n 12 --temp 0 --ignore-eos --json";
+  CliRun base = Cli(gen);
+  CliRun on = Cli(gen + " --lora " + lora);
+  CliRun zero = Cli(gen + " --lora " + lora + " --lora-scale 0");
+  ASSERT_EQ(base.rc, 0) << base.err;
+  ASSERT_EQ(on.rc, 0) << on.err;
+  ASSERT_EQ(zero.rc, 0) << zero.err;
+  const std::string base_text = nlohmann::json::parse(base.out)["text"];
+  EXPECT_NE(nlohmann::json::parse(on.out)["text"], base_text);
+  EXPECT_EQ(nlohmann::json::parse(zero.out)["text"], base_text);
+  CliRun bad = Cli("run -m " + model_ + " -p hi --lora " + model_);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("not a LoRA adapter"), std::string::npos) << bad.err;
+
+  CliRun b = Cli("bench lora " + model_ + " --lora " + lora + " --rounds 2 --tokens 8 --json");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  auto j = nlohmann::json::parse(b.out);
+  EXPECT_EQ(j["rank"], 8);
+  EXPECT_GT(j["load_ms"].get<double>(), 0);
+  EXPECT_GT(j["apply_us"].get<double>(), 0);
+  EXPECT_GT(j["decode_tps_lora"].get<double>(), 0);
+  EXPECT_GT(j["ttft_first_after_apply_ms"].get<double>(), 0);
+}
+
 TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {
   CliRun r = Cli("tokens " + model_ + " 'hello world' --json");
   ASSERT_EQ(r.rc, 0) << r.err;

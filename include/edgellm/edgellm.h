@@ -2,6 +2,7 @@
 #pragma once
 
 #include "edgellm/device.h"
+#include "edgellm/lora.h"
 #include "edgellm/model.h"
 #include "edgellm/package.h"
 #include "edgellm/planner.h"

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "edgellm/lora.h"
 #include "edgellm/model.h"
 #include "edgellm/power.h"
 #include "edgellm/status.h"
@@ -151,6 +152,18 @@ class Session {
   int32_t n_threads() const;
   int32_t n_batch() const;
   double warmup_ms() const;
+
+  // LoRA adapters, applied between generations (a call while Generate() runs on another
+  // thread fails with kFailedPrecondition). SetLora adds `adapter` at `scale` or changes its
+  // scale; scale 0 removes it. The next Generate() uses the new set; removing every adapter
+  // gives the base model's output exactly. The adapter must belong to this session's Model
+  // (else kInvalidArgument). The session keeps the adapters it uses alive.
+  Status SetLora(std::shared_ptr<const LoraAdapter> adapter, float scale = 1.0f);
+  Status RemoveLora(const LoraAdapter& adapter);  // kNotFound when not applied
+  Status ClearLora();
+  // The adapters in use with their scales, in the order they were added.
+  std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras() const;
+
   // Formats `user` (and an optional system prompt) with the model's chat template.
   Result<std::string> FormatChat(std::string_view user, std::string_view system = {}) const;
 

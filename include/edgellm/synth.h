@@ -47,4 +47,18 @@ struct SynthOptions {
 
 Status synth_model(const SynthOptions& options);
 
+// A random LoRA adapter for a preset's shapes (the same architecture and tensor names a
+// synth_model() of that preset has, whatever its type): A and B pairs for the attention and
+// feed-forward matrices of every layer, F32, deterministic per seed. Strong enough that greedy
+// output changes at scale 1; scale it down to blend.
+struct SynthLoraOptions {
+  std::string preset;     // a name from synth_presets(); required
+  std::string output;     // path of the adapter GGUF; required. Written atomically.
+  int32_t rank = 8;       // 1..256. Default 8
+  float alpha = 16;       // adapter.lora.alpha; the delta is scaled by alpha / rank. Default 16
+  uint64_t seed = 1;      // Default 1
+};
+
+Status synth_lora(const SynthLoraOptions& options);
+
 }  // namespace edgellm

@@ -125,6 +125,7 @@ const char* load_mode_name(LoadMode mode) {
 }
 
 Model::Impl::~Impl() {
+  alive.reset();
   if (model) llama_model_free(model);
 }
 

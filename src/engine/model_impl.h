@@ -1,6 +1,7 @@
 // Internals of Model shared with Session (engine-private).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,9 @@ struct Model::Impl {
   llama_model* model = nullptr;
   const llama_vocab* vocab = nullptr;
   ModelInfo info;
+  // Expires when the model is freed: a LoraAdapter that outlives its Model (whose llama_model
+  // freed the adapter's weights with it) must not free them again.
+  std::shared_ptr<int> alive = std::make_shared<int>(0);
   ~Impl();
 };
 

@@ -1,6 +1,8 @@
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -82,7 +84,19 @@ Status Session::Impl::EnsureContext() {
         ", n_batch " + std::to_string(options.n_batch) + ")" + (why.empty() ? "" : ": " + why) +
         ": use a smaller --ctx or --batch");
   }
+  ApplyLoras();
   return Status::Ok();
+}
+
+void Session::Impl::ApplyLoras() {
+  if (!ctx) return;
+  std::vector<llama_adapter_lora*> ptrs;
+  std::vector<float> scales;
+  for (const auto& [adapter, scale] : loras) {
+    ptrs.push_back(adapter->impl()->adapter);
+    scales.push_back(scale);
+  }
+  llama_set_adapters_lora(ctx, ptrs.data(), ptrs.size(), scales.data());
 }
 
 // A few tokens of prefill plus one decode step touch every weight page and size the
@@ -131,11 +145,69 @@ Result<std::unique_ptr<Session>> Session::Create(const Model& model,
 
 Result<Generation> Session::Generate(std::string_view prompt, const GenerateOptions& options,
                                      const TextSink& sink) {
+  struct Busy {
+    std::atomic<bool>& flag;
+    ~Busy() { flag.store(false); }
+  } busy{impl_->generating};
+  impl_->generating.store(true);
   try {
     return impl_->Generate(prompt, options, sink);
   } catch (const std::exception& e) {
     return Status::Internal(std::string("generation failed: ") + e.what());
   }
+}
+
+Status Session::SetLora(std::shared_ptr<const LoraAdapter> adapter, float scale) {
+  if (!adapter) return Status::InvalidArgument("SetLora: no adapter");
+  if (adapter->impl()->model != impl_->model) {
+    return Status::InvalidArgument("LoRA " + adapter->info().path +
+                                   " was loaded for another model than this session's (" +
+                                   impl_->model->info.path + "): load it for this model");
+  }
+  if (!std::isfinite(scale) || std::fabs(scale) > 100.0f) {
+    return Status::InvalidArgument("LoRA scale must be a finite number in -100..100");
+  }
+  if (impl_->generating.load()) {
+    return Status::FailedPrecondition("a generation is running: change adapters between generations");
+  }
+  auto& v = impl_->loras;
+  auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == adapter; });
+  if (scale == 0.0f) {
+    if (it != v.end()) v.erase(it);
+  } else if (it != v.end()) {
+    it->second = scale;
+  } else {
+    v.emplace_back(std::move(adapter), scale);
+  }
+  impl_->ApplyLoras();
+  return Status::Ok();
+}
+
+Status Session::RemoveLora(const LoraAdapter& adapter) {
+  if (impl_->generating.load()) {
+    return Status::FailedPrecondition("a generation is running: change adapters between generations");
+  }
+  auto& v = impl_->loras;
+  auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first.get() == &adapter; });
+  if (it == v.end()) {
+    return Status::NotFound("LoRA " + adapter.info().path + " is not applied to this session");
+  }
+  v.erase(it);
+  impl_->ApplyLoras();
+  return Status::Ok();
+}
+
+Status Session::ClearLora() {
+  if (impl_->generating.load()) {
+    return Status::FailedPrecondition("a generation is running: change adapters between generations");
+  }
+  impl_->loras.clear();
+  impl_->ApplyLoras();
+  return Status::Ok();
+}
+
+std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> Session::loras() const {
+  return impl_->loras;
 }
 
 void Session::Cancel() { impl_->cancel.store(true); }

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "edgellm/session.h"
+#include "engine/lora_impl.h"
 #include "engine/model_impl.h"
 #include "llama.h"
 
@@ -14,12 +18,16 @@ struct Session::Impl {
   SessionOptions options;  // resolved: no -1 left
   llama_context* ctx = nullptr;
   std::atomic<bool> cancel{false};
+  std::atomic<bool> generating{false};
+  std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras;
   double warmup_ms = 0;
 
   ~Impl();
   // Creates the llama context if ReleaseKv() dropped it.
   Status EnsureContext();
   Status Warmup();
+  // Hands the adapter set to the context (no-op without a context: EnsureContext applies it).
+  void ApplyLoras();
   Result<Generation> Generate(std::string_view prompt, const GenerateOptions& o,
                               const TextSink& sink);
 };

@@ -12,7 +12,7 @@ namespace cli {
 namespace {
 
 struct BenchArgs {
-  std::string model;
+  std::string model, lora;
   int32_t tokens = 64, rounds = 3, max_threads = -1;
   bool json = false;
 };
@@ -116,6 +116,107 @@ int run_threads(const BenchArgs& a) {
   return 0;
 }
 
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// LoRA swap cost: the adapter's load, the SetLora/RemoveLora calls, and what the first request
+// after a swap pays over a steady one (llama.cpp re-reserves the compute graph then).
+int run_lora(const BenchArgs& a) {
+  if (a.rounds < 1 || a.rounds > 100) {
+    return fail(edgellm::Status::InvalidArgument("--rounds must be in 1..100"));
+  }
+  if (a.tokens < 1 || a.tokens > 4096) {
+    return fail(edgellm::Status::InvalidArgument("--tokens must be in 1..4096"));
+  }
+  auto model = edgellm::Model::Load(a.model);
+  if (!model.ok()) return fail(model.status());
+  std::vector<double> load_ms;
+  for (int32_t r = 0; r < a.rounds; ++r) {
+    auto ad = edgellm::LoraAdapter::Load(**model, a.lora);
+    if (!ad.ok()) return fail(ad.status());
+    load_ms.push_back((*ad)->info().load_ms);
+  }
+  auto adapter = edgellm::LoraAdapter::Load(**model, a.lora);
+  if (!adapter.ok()) return fail(adapter.status());
+  edgellm::SessionOptions so;
+  so.n_ctx = a.tokens + 128;
+  auto session = edgellm::Session::Create(**model, so);
+  if (!session.ok()) return fail(session.status());
+  edgellm::GenerateOptions g;
+  g.temperature = 0;
+  g.max_tokens = a.tokens;
+  g.ignore_eos = true;
+  const char* prompt = "Write a short note about the weather in the mountains today.";
+  std::vector<double> apply_us, remove_us, ttft_base, ttft_on_first, ttft_on, ttft_off_first,
+      tps_base, tps_on;
+  auto gen = [&](std::vector<double>* ttft, std::vector<double>* tps) -> edgellm::Status {
+    auto out = (*session)->Generate(prompt, g);
+    if (!out.ok()) return out.status();
+    ttft->push_back(out->stats.ttft_ms);
+    if (tps) tps->push_back(out->stats.decode_tps);
+    return edgellm::Status::Ok();
+  };
+  std::vector<double> scratch;
+  if (auto st = gen(&scratch, nullptr); !st.ok()) return fail(st);  // settle
+  for (int32_t r = 0; r < a.rounds; ++r) {
+    if (!a.json) std::fprintf(stderr, "\r[bench] round %d/%d ...   ", r + 1, a.rounds);
+    edgellm::Status st = gen(&ttft_base, &tps_base);
+    auto t0 = std::chrono::steady_clock::now();
+    if (st.ok()) st = (*session)->SetLora(*adapter, 1.0f);
+    apply_us.push_back(ms_since(t0) * 1000);
+    if (st.ok()) st = gen(&ttft_on_first, nullptr);
+    if (st.ok()) st = gen(&ttft_on, &tps_on);
+    t0 = std::chrono::steady_clock::now();
+    if (st.ok()) st = (*session)->RemoveLora(**adapter);
+    remove_us.push_back(ms_since(t0) * 1000);
+    if (st.ok()) st = gen(&ttft_off_first, nullptr);
+    if (!st.ok()) return fail(st);
+  }
+  if (!a.json) std::fprintf(stderr, "\n");
+  const edgellm::LoraInfo& li = (*adapter)->info();
+  const double on_over = median(ttft_on_first) - median(ttft_on);
+  const double off_over = median(ttft_off_first) - median(ttft_base);
+  nlohmann::json j = {{"model", a.model},
+                      {"lora", a.lora},
+                      {"rank", li.rank},
+                      {"matrices", li.n_pairs},
+                      {"lora_bytes", li.file_bytes},
+                      {"rounds", a.rounds},
+                      {"tokens", a.tokens},
+                      {"load_ms", median(load_ms)},
+                      {"apply_us", median(apply_us)},
+                      {"remove_us", median(remove_us)},
+                      {"ttft_base_ms", median(ttft_base)},
+                      {"ttft_lora_ms", median(ttft_on)},
+                      {"ttft_first_after_apply_ms", median(ttft_on_first)},
+                      {"ttft_first_after_remove_ms", median(ttft_off_first)},
+                      {"swap_on_overhead_ms", on_over},
+                      {"swap_off_overhead_ms", off_over},
+                      {"decode_tps_base", median(tps_base)},
+                      {"decode_tps_lora", median(tps_on)},
+                      {"decode_ratio_lora_vs_base", median(tps_on) / median(tps_base)}};
+  if (a.json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("LoRA %s: rank %d, %d matrices, %s\n", a.lora.c_str(), li.rank, li.n_pairs,
+              human_bytes(li.file_bytes).c_str());
+  std::printf("load (LoraAdapter::Load)        %9.2f ms\n", median(load_ms));
+  std::printf("apply (SetLora call)            %9.1f us\n", median(apply_us));
+  std::printf("remove (RemoveLora call)        %9.1f us\n", median(remove_us));
+  std::printf("TTFT base / with LoRA (steady)  %9.2f / %.2f ms\n", median(ttft_base),
+              median(ttft_on));
+  std::printf("first request after apply       %9.2f ms (%+.2f ms over steady)\n",
+              median(ttft_on_first), on_over);
+  std::printf("first request after remove      %9.2f ms (%+.2f ms over steady)\n",
+              median(ttft_off_first), off_over);
+  std::printf("decode base / with LoRA         %9.2f / %.2f tok/s (%.3f)\n", median(tps_base),
+              median(tps_on), median(tps_on) / median(tps_base));
+  std::printf("medians of %d rounds, %d tokens each, greedy\n", a.rounds, a.tokens);
+  return 0;
+}
+
 }  // namespace
 
 Action add_bench(CLI::App& app) {
@@ -129,7 +230,14 @@ Action add_bench(CLI::App& app) {
   th->add_option("--rounds", a.rounds, "Rounds over all thread counts; medians reported (default 3)");
   th->add_option("--max-threads", a.max_threads, "Highest thread count (default: physical cores)");
   th->add_flag("--json", a.json, "Print one JSON object");
-  return [] { return run_threads(a); };
+  auto* lo = cmd->add_subcommand(
+      "lora", "LoRA swap cost: adapter load, apply/remove, first request after a swap, decode");
+  lo->add_option("model", a.model, "GGUF model file")->required();
+  lo->add_option("--lora", a.lora, "GGUF LoRA adapter for the model")->required();
+  lo->add_option("--tokens", a.tokens, "Tokens generated per request (default 64)");
+  lo->add_option("--rounds", a.rounds, "Rounds; medians reported (default 3)");
+  lo->add_flag("--json", a.json, "Print one JSON object");
+  return [cmd, lo] { return cmd->got_subcommand(lo) ? run_lora(a) : run_threads(a); };
 }
 
 }  // namespace cli

@@ -18,6 +18,8 @@ struct RunArgs {
   double thermal_limit = 0;
   int32_t yield_ms = 0;
   std::string sysfs_root;
+  std::vector<std::string> lora;
+  std::vector<float> lora_scale;
 };
 
 nlohmann::json result_json(const edgellm::Generation& g) {
@@ -76,6 +78,21 @@ int run(RunArgs& a) {
   a.so.warmup = !a.no_warmup;
   auto session = edgellm::Session::Create(**model, a.so);
   if (!session.ok()) return fail(session.status());
+  if (a.lora_scale.size() > a.lora.size()) {
+    return fail(edgellm::Status::InvalidArgument("more --lora-scale values than --lora adapters"));
+  }
+  for (size_t i = 0; i < a.lora.size(); ++i) {
+    auto adapter = edgellm::LoraAdapter::Load(**model, a.lora[i]);
+    if (!adapter.ok()) return fail(adapter.status());
+    const float scale = i < a.lora_scale.size() ? a.lora_scale[i] : 1.0f;
+    edgellm::Status st = (*session)->SetLora(*adapter, scale);
+    if (!st.ok()) return fail(st);
+    if (show) {
+      const edgellm::LoraInfo& li = (*adapter)->info();
+      std::fprintf(stderr, "      LoRA %s: rank %d, %d matrices, scale %g, loaded in %.1f ms\n",
+                   li.path.c_str(), li.rank, li.n_pairs, static_cast<double>(scale), li.load_ms);
+    }
+  }
   if (show) {
     std::fprintf(stderr, "      n_ctx %d, n_batch %d, %d threads, warm-up %.0f ms\n",
                  (*session)->n_ctx(), (*session)->n_batch(), (*session)->n_threads(),
@@ -154,6 +171,8 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--yield-ms", a.yield_ms, "Sleep this long after each streamed piece")
       ->check(CLI::Range(0, 10000));
   cmd->add_option("--sysfs-root", a.sysfs_root, "Read thermal zones under this root (testing)");
+  cmd->add_option("--lora", a.lora, "Apply this GGUF LoRA adapter (repeatable)");
+  cmd->add_option("--lora-scale", a.lora_scale, "Scale of each --lora, in order (default 1)");
   cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
   cmd->add_flag("-q,--quiet", a.quiet, "No progress or timings on stderr");
   cmd->add_flag("-v,--verbose", a.verbose, "Show llama.cpp's log");

@@ -7,7 +7,8 @@ namespace cli {
 
 Action add_synth(CLI::App& app) {
   static edgellm::SynthOptions o;
-  static bool list = false;
+  static bool list = false, lora = false;
+  static edgellm::SynthLoraOptions lo;
   o.vocab_path = EDGELLM_DEFAULT_VOCAB;
   auto* cmd = app.add_subcommand(
       "synth", "Write a GGUF with random weights at a real model's shapes and real Qwen2 vocab");
@@ -19,6 +20,10 @@ Action add_synth(CLI::App& app) {
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
   cmd->add_flag("--header-only", o.header_only,
                 "Header and tensor table only, weights as a sparse hole (for planning)");
+  cmd->add_flag("--lora", lora,
+                "Write a random LoRA adapter for the preset's shapes instead of a model");
+  cmd->add_option("--rank", lo.rank, "LoRA rank, with --lora (default 8)");
+  cmd->add_option("--alpha", lo.alpha, "LoRA alpha, with --lora (default 16)");
   cmd->add_flag("--list", list, "List the presets");
   return [] {
     if (list) {
@@ -31,6 +36,16 @@ Action add_synth(CLI::App& app) {
       return 0;
     }
     if (o.preset.empty()) return fail(edgellm::Status::InvalidArgument("pass --preset NAME (see --list)"));
+    if (lora) {
+      lo.preset = o.preset;
+      lo.output = o.output;
+      lo.seed = o.seed;
+      edgellm::Status st = edgellm::synth_lora(lo);
+      if (!st.ok()) return fail(st);
+      std::fprintf(stderr, "wrote %s (LoRA for %s, rank %d, alpha %g)\n", o.output.c_str(),
+                   o.preset.c_str(), lo.rank, static_cast<double>(lo.alpha));
+      return 0;
+    }
     o.on_progress = [](const char* stage, float f) {
       progress_line(stage, f, f >= 1.0f);
       return true;
