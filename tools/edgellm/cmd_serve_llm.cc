@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
@@ -25,7 +26,7 @@ namespace {
 using json = nlohmann::json;
 
 struct LlmServeArgs {
-  std::string model, host = "127.0.0.1", id;
+  std::string model, host = "127.0.0.1", id, api_key_env = "EDGELLM_SERVE_API_KEY";
   int port = 8080, ctx = -1, threads = -1, queue = 8;
 };
 
@@ -126,6 +127,21 @@ class LlmServer {
       : a_(a), model_(std::move(model)), session_(std::move(session)), gate_(a.queue) {}
 
   void Routes(httplib::Server& s) {
+    // With a key in the environment, /v1/* wants "Authorization: Bearer KEY" (401 otherwise).
+    const char* key = a_.api_key_env.empty() ? nullptr : std::getenv(a_.api_key_env.c_str());
+    if (key && *key) {
+      s.set_pre_routing_handler([expect = "Bearer " + std::string(key)](
+                                    const httplib::Request& req, httplib::Response& res) {
+        if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string got = req.get_header_value("Authorization");
+        unsigned diff = got.size() != expect.size();
+        for (size_t i = 0; i < got.size() && i < expect.size(); ++i) diff |= got[i] ^ expect[i];
+        if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+        send_error(res, 401, "invalid_request_error",
+                   "missing or wrong API key: send Authorization: Bearer <key>");
+        return httplib::Server::HandlerResponse::Handled;
+      });
+    }
     s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(json{{"status", "ok"}, {"model", a_.id}}.dump(), "application/json");
     });
@@ -192,6 +208,12 @@ class LlmServer {
       *prompt = body["prompt"].get<std::string>();
     }
     const bool stream = body.value("stream", false);
+    bool include_usage = false;
+    if (body.contains("stream_options") && body["stream_options"].is_object()) {
+      const json& so = body["stream_options"];
+      include_usage = so.contains("include_usage") && so["include_usage"].is_boolean() &&
+                      so["include_usage"].get<bool>();
+    }
     const std::string id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++seq_);
     const std::string object = chat ? "chat.completion" : "text_completion";
 
@@ -229,7 +251,7 @@ class LlmServer {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, o, prompt, id, object, chat](size_t, httplib::DataSink& sink) {
+        [this, o, prompt, id, object, chat, include_usage](size_t, httplib::DataSink& sink) {
           auto chunk = [&](const json& delta, const char* finish) {
             json c = {{"index", 0}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
             if (chat) {
@@ -260,6 +282,22 @@ class LlmServer {
           if (ok) {
             if (gen.ok()) {
               chunk(json::object(), finish_name(gen->finish_reason));
+              if (include_usage) {  // stream_options.include_usage: a last chunk with usage
+                const std::string line =
+                    "data: " +
+                    json{{"id", id},
+                         {"object", chat ? "chat.completion.chunk" : object},
+                         {"created", std::time(nullptr)},
+                         {"model", a_.id},
+                         {"choices", json::array()},
+                         {"usage",
+                          {{"prompt_tokens", gen->stats.n_prompt},
+                           {"completion_tokens", gen->stats.n_gen},
+                           {"total_tokens", gen->stats.n_prompt + gen->stats.n_gen}}}}
+                        .dump() +
+                    "\n\n";
+                sink.write(line.data(), line.size());
+              }
             } else {
               const std::string line =
                   "data: " +
@@ -330,6 +368,9 @@ Action add_serve_llm(CLI::App& app) {
   cmd->add_option("--queue", a->queue, "requests that may wait for the model (default 8)")
       ->check(CLI::Range(0, 10000));
   cmd->add_option("--id", a->id, "model id in the API (default: the file name)");
+  cmd->add_option("--api-key-env", a->api_key_env,
+                  "when this environment variable is set, /v1/* requires it as a Bearer token "
+                  "(default EDGELLM_SERVE_API_KEY)");
   return [a] { return serve_llm(*a); };
 }
 
