@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testutil/fixtures.h"
+#include "testutil/serve_process.h"
 
 namespace {
 
@@ -179,6 +180,51 @@ TEST_F(CliTest, LoraSynthRunAndBench) {
   EXPECT_GT(j["apply_us"].get<double>(), 0);
   EXPECT_GT(j["decode_tps_lora"].get<double>(), 0);
   EXPECT_GT(j["ttft_first_after_apply_ms"].get<double>(), 0);
+}
+
+// The "Done when": on a device profile that cannot fit the model, `run --fallback`
+// streams from `edgellm serve` and says so; with --private it refuses with the reason.
+TEST_F(CliTest, RunFallbackStreamsFromServeAndPrivateRefuses) {
+  testutil::ServeProcess server(model_, {"--ctx", "512"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string gen = "run -m " + model_ + " -p 'Hello there' --chat -n 12 --temp 0 --ctx 512";
+  CliRun local = Cli(gen);
+  ASSERT_EQ(local.rc, 0) << local.err;
+  EXPECT_NE(local.err.find("[route] on-device"), std::string::npos) << local.err;
+
+  // 64 MiB of RAM: the tiny model's plan does not fit 40% of it.
+  CliRun cloud = Cli(gen + " --ram 64M --fallback " + server.url());
+  ASSERT_EQ(cloud.rc, 0) << cloud.err;
+  EXPECT_NE(cloud.err.find("[route] cloud: the device cannot run it (memory plan"),
+            std::string::npos) << cloud.err;
+  EXPECT_NE(cloud.err.find("served by the cloud at " + server.url()), std::string::npos);
+  EXPECT_EQ(cloud.err.find("[1/3 loading model]"), std::string::npos);  // nothing loaded here
+  EXPECT_EQ(cloud.out, local.out);  // the same model behind serve: the same text
+
+  CliRun j = Cli(gen + " --ram 64M --fallback " + server.url() + " --json");
+  ASSERT_EQ(j.rc, 0) << j.err;
+  auto js = nlohmann::json::parse(j.out);
+  EXPECT_EQ(js["route"], "cloud");
+  EXPECT_EQ(js["served_by"], server.url());
+  EXPECT_EQ(js["text"].get<std::string>() + "\n", local.out);
+
+  CliRun priv = Cli(gen + " --ram 64M --fallback " + server.url() + " --private");
+  EXPECT_EQ(priv.rc, 3);
+  EXPECT_TRUE(priv.out.empty());
+  EXPECT_NE(priv.err.find("refused: privacy required"), std::string::npos) << priv.err;
+  EXPECT_NE(priv.err.find("memory plan"), std::string::npos);
+  CliRun nocloud = Cli(gen + " --ram 64M");
+  EXPECT_EQ(nocloud.rc, 3);
+  EXPECT_NE(nocloud.err.find("no cloud endpoint"), std::string::npos) << nocloud.err;
+
+  // serve logs a request once its response is out; the runs since took over a second.
+  EXPECT_NE(server.log().find("POST /v1/chat/completions -> 200"), std::string::npos);
+
+  // A dead fallback server: a clear error after the retries, not a hang or a crash.
+  server.Kill();
+  CliRun dead = Cli(gen + " --ram 64M --fallback " + server.url());
+  EXPECT_EQ(dead.rc, 1);
+  EXPECT_NE(dead.err.find("did not answer"), std::string::npos) << dead.err;
 }
 
 TEST_F(CliTest, TokensCountsOnModelsAndVocabFiles) {

@@ -147,7 +147,8 @@ int run_lora(const BenchArgs& a) {
   g.temperature = 0;
   g.max_tokens = a.tokens;
   g.ignore_eos = true;
-  const char* prompt = "Write a short note about the weather in the mountains today.";
+  // Short, so TTFT is little more than one decode step and a swap's extra cost stands out.
+  const char* prompt = "Hello";
   std::vector<double> apply_us, remove_us, ttft_base, ttft_on_first, ttft_on, ttft_off_first,
       tps_base, tps_on;
   auto gen = [&](std::vector<double>* ttft, std::vector<double>* tps) -> edgellm::Status {

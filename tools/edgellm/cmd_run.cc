@@ -1,4 +1,6 @@
 // edgellm run -m MODEL -p PROMPT ...: streams a generation, with staged progress and timings.
+// Routed through Runtime: the device when it can (memory plan, whitelist), else --fallback
+// (an OpenAI-compatible URL) unless --private/--offline, else a refusal with the reason (exit 3).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -20,6 +22,10 @@ struct RunArgs {
   std::string sysfs_root;
   std::vector<std::string> lora;
   std::vector<float> lora_scale;
+  // Routing.
+  std::string fallback, cloud_model, ram, device_root, whitelist;
+  bool private_data = false, offline = false;
+  double latency_ms = 0;
 };
 
 nlohmann::json result_json(const edgellm::Generation& g) {
@@ -54,51 +60,106 @@ int run(RunArgs& a) {
     a.prompt = ss.str();
   }
   const bool show = !a.quiet;
-  edgellm::LoadOptions lo;
-  lo.verbose = a.verbose;
-  lo.mode = a.load_mode == "mmap"   ? edgellm::LoadMode::kMmap
-            : a.load_mode == "read" ? edgellm::LoadMode::kRead
-                                    : edgellm::LoadMode::kAuto;
+  edgellm::RuntimeOptions ro;
+  ro.model_path = a.model;
+  ro.load.verbose = a.verbose;
+  ro.load.mode = a.load_mode == "mmap"   ? edgellm::LoadMode::kMmap
+                 : a.load_mode == "read" ? edgellm::LoadMode::kRead
+                                         : edgellm::LoadMode::kAuto;
   if (show) {
-    lo.on_progress = [](float p) {
+    ro.load.on_progress = [](float p) {
       progress_line("1/3 loading model", p, p >= 1.0f);
       return true;
     };
   }
-  auto model = edgellm::Model::Load(a.model, lo);
-  if (!model.ok()) return fail(model.status());
-  const edgellm::ModelInfo& info = (*model)->info();
-  if (show) {
-    std::fprintf(stderr, "      %s, %s, %s via %s in %.0f ms\n", info.description.c_str(),
-                 info.quant.c_str(), human_bytes(info.file_bytes).c_str(),
-                 edgellm::load_mode_name(info.load_mode), info.load_ms);
-    std::fprintf(stderr, "[2/3 preparing engine] context, threads%s\n",
-                 a.no_warmup ? "" : ", warm-up inference");
-  }
   a.so.warmup = !a.no_warmup;
-  auto session = edgellm::Session::Create(**model, a.so);
-  if (!session.ok()) return fail(session.status());
-  if (a.lora_scale.size() > a.lora.size()) {
-    return fail(edgellm::Status::InvalidArgument("more --lora-scale values than --lora adapters"));
+  ro.session = a.so;
+  ro.cloud.base_url = a.fallback;
+  if (!a.cloud_model.empty()) ro.cloud.model = a.cloud_model;
+  ro.privacy_required = a.private_data;
+  ro.offline = a.offline;
+  ro.latency_target_ms = a.latency_ms;
+  ro.prefer_on_device = true;  // run: the device whenever it can; the cloud is the fallback
+  ro.device_root = a.device_root;
+  if (!a.ram.empty()) {
+    auto r = parse_size(a.ram);
+    if (!r.ok()) return fail(r.status());
+    ro.ram_bytes = *r;
   }
-  for (size_t i = 0; i < a.lora.size(); ++i) {
-    auto adapter = edgellm::LoraAdapter::Load(**model, a.lora[i]);
-    if (!adapter.ok()) return fail(adapter.status());
-    const float scale = i < a.lora_scale.size() ? a.lora_scale[i] : 1.0f;
-    edgellm::Status st = (*session)->SetLora(*adapter, scale);
-    if (!st.ok()) return fail(st);
-    if (show) {
-      const edgellm::LoraInfo& li = (*adapter)->info();
-      std::fprintf(stderr, "      LoRA %s: rank %d, %d matrices, scale %g, loaded in %.1f ms\n",
-                   li.path.c_str(), li.rank, li.n_pairs, static_cast<double>(scale), li.load_ms);
+  if (!a.whitelist.empty()) {
+    auto w = edgellm::load_whitelist(a.whitelist);
+    if (!w.ok()) return fail(w.status());
+    ro.whitelist = *w;
+  }
+  ro.on_route = [show](const edgellm::RouteReport& r) {
+    if (show && r.fallback) {
+      std::fprintf(stderr, "[route] %s (fallback): %s\n", edgellm::route_name(r.route),
+                   r.reason.c_str());
     }
+  };
+  auto rt = edgellm::Runtime::Create(ro);
+  if (!rt.ok()) return fail(rt.status());
+  const edgellm::PolicyDecision& d = (*rt)->decision();
+  if (d.route == edgellm::Route::kRefuse && a.fallback.empty() &&
+      (*rt)->inputs().model_state == edgellm::ModelState::kMissing) {
+    return fail(edgellm::Status::NotFound("model file not found: " + a.model +
+                                          " (make one with `edgellm synth` or fetch it with "
+                                          "`edgellm pull`; or pass --fallback URL)"));
   }
-  if (show) {
-    std::fprintf(stderr, "      n_ctx %d, n_batch %d, %d threads, warm-up %.0f ms\n",
-                 (*session)->n_ctx(), (*session)->n_batch(), (*session)->n_threads(),
-                 (*session)->warmup_ms());
-    std::fprintf(stderr, "[3/3 generating]\n");
+  if (d.route == edgellm::Route::kRefuse) {
+    if (a.json) {
+      std::printf("%s\n", nlohmann::json{{"route", "refuse"}, {"reason", d.reason}}.dump().c_str());
+    }
+    std::fprintf(stderr, "edgellm: refused: %s\n", d.reason.c_str());
+    return 3;
   }
+  if (show) std::fprintf(stderr, "[route] %s: %s\n", edgellm::route_name(d.route), d.reason.c_str());
+
+  if (d.route == edgellm::Route::kOnDevice) {
+    edgellm::Status prep = (*rt)->Prepare();
+    const bool can_fall_back = !a.fallback.empty() && !a.private_data && !a.offline;
+    if (!prep.ok() && !can_fall_back) return fail(prep);
+    if (!prep.ok() && show) {
+      std::fprintf(stderr, "      on-device load failed: %s\n", prep.ToString().c_str());
+    }
+    if (prep.ok()) {
+      const edgellm::ModelInfo& info = (*rt)->model()->info();
+      edgellm::Session* session = (*rt)->session();
+      if (show) {
+        std::fprintf(stderr, "      %s, %s, %s via %s in %.0f ms\n", info.description.c_str(),
+                     info.quant.c_str(), human_bytes(info.file_bytes).c_str(),
+                     edgellm::load_mode_name(info.load_mode), info.load_ms);
+        std::fprintf(stderr, "[2/3 preparing engine] context, threads%s\n",
+                     a.no_warmup ? "" : ", warm-up inference");
+      }
+      if (a.lora_scale.size() > a.lora.size()) {
+        return fail(edgellm::Status::InvalidArgument("more --lora-scale values than --lora adapters"));
+      }
+      for (size_t i = 0; i < a.lora.size(); ++i) {
+        auto adapter = edgellm::LoraAdapter::Load(*(*rt)->model(), a.lora[i]);
+        if (!adapter.ok()) return fail(adapter.status());
+        const float scale = i < a.lora_scale.size() ? a.lora_scale[i] : 1.0f;
+        edgellm::Status st = session->SetLora(*adapter, scale);
+        if (!st.ok()) return fail(st);
+        if (show) {
+          const edgellm::LoraInfo& li = (*adapter)->info();
+          std::fprintf(stderr, "      LoRA %s: rank %d, %d matrices, scale %g, loaded in %.1f ms\n",
+                       li.path.c_str(), li.rank, li.n_pairs, static_cast<double>(scale),
+                       li.load_ms);
+        }
+      }
+      if (show) {
+        std::fprintf(stderr, "      n_ctx %d, n_batch %d, %d threads, warm-up %.0f ms\n",
+                     session->n_ctx(), session->n_batch(), session->n_threads(),
+                     session->warmup_ms());
+        std::fprintf(stderr, "[3/3 generating]\n");
+      }
+    }
+  } else if (show) {
+    if (!a.lora.empty()) std::fprintf(stderr, "      --lora ignored: the cloud serves this request\n");
+    std::fprintf(stderr, "[cloud] streaming from %s\n", a.fallback.c_str());
+  }
+
   edgellm::GovernorOptions gopt;
   if (a.thermal_limit > 0) gopt.thermal_limit_c = a.thermal_limit;
   gopt.yield_ms = a.yield_ms;
@@ -116,20 +177,33 @@ int run(RunArgs& a) {
       return true;
     };
   }
-  auto gen = (*session)->Generate(a.prompt, a.go, sink);
-  if (!gen.ok()) return fail(gen.status());
-  (*session)->ReleaseKv();
-  const edgellm::Stats& s = gen->stats;
+  auto routed = (*rt)->Generate(a.prompt, a.go, sink);
+  if (!routed.ok()) return fail(routed.status());
+  if ((*rt)->session()) (*rt)->session()->ReleaseKv();
+  const edgellm::Generation& gen = routed->generation;
+  const edgellm::Stats& s = gen.stats;
+  const bool cloud = routed->route == edgellm::Route::kCloud;
   if (a.json) {
-    std::printf("%s\n", result_json(*gen).dump().c_str());
+    nlohmann::json j = result_json(gen);
+    j["route"] = edgellm::route_name(routed->route);
+    j["reason"] = routed->reason;
+    j["fell_back"] = routed->fell_back;
+    if (routed->fell_back) j["failure"] = routed->failure;
+    if (cloud) j["served_by"] = a.fallback;
+    std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
   }
-  if (show) {
+  if (show && cloud) {
+    std::fprintf(stderr,
+                 "\n--- %s | served by the cloud at %s%s | TTFT %.1f ms | gen %d tok, %.2f tok/s\n",
+                 edgellm::finish_reason_name(gen.finish_reason), a.fallback.c_str(),
+                 routed->fell_back ? " (fallback)" : "", s.ttft_ms, s.n_gen, s.decode_tps);
+  } else if (show) {
     std::fprintf(stderr,
                  "\n--- %s | prompt %d tok, prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
                  "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s\n",
-                 edgellm::finish_reason_name(gen->finish_reason), s.n_prompt, s.prefill_ms,
+                 edgellm::finish_reason_name(gen.finish_reason), s.n_prompt, s.prefill_ms,
                  s.prefill_tps, s.ttft_ms, s.n_gen, s.decode_tps, s.load_ms, s.warmup_ms,
                  human_bytes(static_cast<uint64_t>(s.peak_rss_bytes)).c_str());
   }
@@ -171,6 +245,19 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--yield-ms", a.yield_ms, "Sleep this long after each streamed piece")
       ->check(CLI::Range(0, 10000));
   cmd->add_option("--sysfs-root", a.sysfs_root, "Read thermal zones under this root (testing)");
+  cmd->add_option("--fallback", a.fallback,
+                  "OpenAI-compatible URL (e.g. an `edgellm serve`) that serves the request when "
+                  "this device cannot (does not fit, not whitelisted, load fails)");
+  cmd->add_option("--cloud-model", a.cloud_model, "the \"model\" sent to --fallback (default \"default\")");
+  cmd->add_flag("--private", a.private_data,
+                "the prompt may not leave the device: never use --fallback (refuse instead)");
+  cmd->add_flag("--offline", a.offline, "no network: never use --fallback");
+  cmd->add_option("--latency-ms", a.latency_ms, "first-token target, ms (routing)")
+      ->check(CLI::Range(0.0, 1e7));
+  cmd->add_option("--ram", a.ram, "plan for this much RAM (e.g. 2G; default: this device's)");
+  cmd->add_option("--device-root", a.device_root,
+                  "read the device profile under DIR (a device fixture tree)");
+  cmd->add_option("--whitelist", a.whitelist, "platform whitelist JSON (default: built-in)");
   cmd->add_option("--lora", a.lora, "Apply this GGUF LoRA adapter (repeatable)");
   cmd->add_option("--lora-scale", a.lora_scale, "Scale of each --lora, in order (default 1)");
   cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
