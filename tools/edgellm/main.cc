@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cli::Action caps = cli::add_caps(app);
   cli::Action route = cli::add_route(app);
   cli::Action serve_llm = cli::add_serve_llm(app);
+  cli::Action train = cli::add_train(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,5 +43,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("caps")) return caps();
   if (app.got_subcommand("route")) return route();
   if (app.got_subcommand("serve")) return serve_llm();
+  if (app.got_subcommand("train")) return train();
   return 2;
 }

@@ -1,0 +1,104 @@
+// Training edgellm's own small model: a deterministic bilingual multi-task corpus, a small
+// vocabulary learned from it, and next-token training through libllama's optimizer.
+//
+// Thread safety: every function here is self-contained and may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "edgellm/status.h"
+
+namespace edgellm {
+
+// ---- Corpus ----
+
+// One task item: a prompt and its one right answer (exact match).
+struct TaskItem {
+  std::string task;    // "intent", "extract", "math", "code", "chat"
+  std::string prompt;  // the user turn
+  std::string answer;  // the assistant turn
+};
+
+// The task names, in a fixed order.
+const std::vector<std::string>& corpus_tasks();
+
+enum class Split { kTrain, kTest };
+
+// `n` items of `task` from `split`, deterministic in (task, split, n, seed). Held-out items
+// never occur in the train split: an item belongs to the test split when a hash of its
+// prompt falls in the test tenth, whatever the seed. kInvalidArgument for an unknown task.
+Result<std::vector<TaskItem>> make_task_items(const std::string& task, Split split, int32_t n,
+                                              uint64_t seed);
+
+// The chat format the model is trained on and prompted with (ChatML):
+// "<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n" + answer + "<|im_end|>\n".
+std::string chat_prompt(const std::string& user);
+std::string chat_example(const TaskItem& item);
+
+// ---- Vocabulary ----
+
+struct VocabOptions {
+  int32_t n_vocab = 2048;    // total size, specials and the 256 byte tokens included
+  int32_t min_count = 2;     // a merge must occur at least this often
+};
+
+// A SentencePiece-style vocabulary (llama.cpp's "llama" tokenizer): <unk>, <s>, </s>, the
+// ChatML control tokens, 256 byte-fallback tokens <0xXX>, every character of the text, then
+// merges learned BPE-style from `text` (scores rank them). Each merge joins two existing
+// tokens, so llama.cpp's score-driven merging reaches every learned token.
+struct Vocab {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;  // llama_token_type: 1 normal, 2 unknown, 3 control, 6 byte
+  int32_t bos = 1, eos = 2, unk = 0, im_start = 3, im_end = 4;
+};
+
+Result<Vocab> learn_vocab(const std::string& text, const VocabOptions& options);
+
+// ---- Training ----
+
+struct TrainOptions {
+  std::string output;          // the trained model (F32 GGUF); required. Written atomically.
+  // Shape: a llama-architecture model (RMSNorm, RoPE, SwiGLU, tied embeddings).
+  int32_t n_vocab = 2048, n_embd = 192, n_layer = 4, n_head = 4, n_ff = 512;
+  int32_t n_ctx = 256;  // the training window, rounded up to a multiple of 256
+  int32_t items_per_task = 6000;  // train-split items of each task (chat: its fixed turns,
+                                  // repeated items_per_task / 20 times)
+  int32_t epochs = 3;
+  float lr = 2e-3f;            // AdamW peak learning rate, cosine-decayed to lr / 20
+  float weight_decay = 0.0f;
+  float val_split = 0.05f;     // the last share of the windows, evaluated after each epoch
+  uint64_t seed = 1;
+  int32_t n_threads = -1;      // -1 = physical cores
+  // Called every `report_every` optimizer steps and at each epoch's end. Return false to stop
+  // (kCancelled, nothing written).
+  int32_t report_every = 20;
+  struct Progress {
+    int32_t epoch, epochs;
+    int64_t step, steps_per_epoch;
+    double loss;        // mean training loss over the last report interval
+    double lr;
+    double elapsed_s;
+  };
+  std::function<bool(const Progress&)> on_progress;
+};
+
+struct TrainReport {
+  uint64_t n_params = 0;
+  int64_t n_train_tokens = 0;   // tokens in the training windows of one epoch
+  int32_t n_vocab = 0;
+  double seconds = 0;
+  struct Point {
+    int64_t step;     // global optimizer step
+    double loss;      // mean training loss over the interval ending at `step`
+  };
+  std::vector<Point> curve;
+  std::vector<double> epoch_train_loss, epoch_val_loss;
+};
+
+Result<TrainReport> train_model(const TrainOptions& options);
+
+}  // namespace edgellm

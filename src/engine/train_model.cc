@@ -1,0 +1,367 @@
+// train_model: corpus -> vocabulary -> a randomly initialised llama-architecture GGUF ->
+// next-token training with libllama's optimizer (llama_opt_init / llama_opt_epoch) -> GGUF.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "edgellm/session.h"
+#include "edgellm/train.h"
+#include "engine/llama_glue.h"
+#include "ggml-opt.h"
+#include "ggml.h"
+#include "gguf.h"
+
+namespace edgellm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct GgufFree {
+  void operator()(gguf_context* g) const { gguf_free(g); }
+};
+struct GgmlFree {
+  void operator()(ggml_context* c) const { ggml_free(c); }
+};
+
+const char* kChatTemplate =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+    "}}{% endif %}";
+
+// Writes the untrained model: F32 weights, normal(0, 0.02) matrices (output projections scaled
+// down by sqrt(2 * n_layer), as GPT-2 does), ones for the norms.
+Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& path,
+                     uint64_t* n_params) {
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
+  gguf_set_val_str(g.get(), "general.architecture", "llama");
+  gguf_set_val_str(g.get(), "general.name", "edgellm-tiny");
+  gguf_set_val_u32(g.get(), "general.file_type", 0);  // LLAMA_FTYPE_ALL_F32
+  gguf_set_val_u32(g.get(), "llama.context_length", static_cast<uint32_t>(o.n_ctx));
+  gguf_set_val_u32(g.get(), "llama.embedding_length", static_cast<uint32_t>(o.n_embd));
+  gguf_set_val_u32(g.get(), "llama.block_count", static_cast<uint32_t>(o.n_layer));
+  gguf_set_val_u32(g.get(), "llama.feed_forward_length", static_cast<uint32_t>(o.n_ff));
+  gguf_set_val_u32(g.get(), "llama.attention.head_count", static_cast<uint32_t>(o.n_head));
+  gguf_set_val_u32(g.get(), "llama.attention.head_count_kv", static_cast<uint32_t>(o.n_head));
+  gguf_set_val_u32(g.get(), "llama.rope.dimension_count", static_cast<uint32_t>(o.n_embd / o.n_head));
+  gguf_set_val_f32(g.get(), "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_f32(g.get(), "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_val_u32(g.get(), "llama.vocab_size", static_cast<uint32_t>(v.tokens.size()));
+  gguf_set_val_str(g.get(), "tokenizer.ggml.model", "llama");
+  std::vector<const char*> toks;
+  for (const std::string& t : v.tokens) toks.push_back(t.c_str());
+  gguf_set_arr_str(g.get(), "tokenizer.ggml.tokens", toks.data(), toks.size());
+  gguf_set_arr_data(g.get(), "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v.scores.data(), v.scores.size());
+  gguf_set_arr_data(g.get(), "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v.types.data(), v.types.size());
+  gguf_set_val_u32(g.get(), "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos));
+  gguf_set_val_u32(g.get(), "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.im_end));
+  gguf_set_val_u32(g.get(), "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk));
+  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_bos_token", true);
+  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_eos_token", false);
+  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_space_prefix", false);
+  gguf_set_val_str(g.get(), "tokenizer.chat_template", kChatTemplate);
+  gguf_set_val_u64(g.get(), "edgellm.train.seed", o.seed);
+
+  struct Spec {
+    std::string name;
+    int64_t ne0, ne1;
+    float std;  // 0: ones
+  };
+  const int64_t V = static_cast<int64_t>(v.tokens.size());
+  const float proj = 0.02f / std::sqrt(2.0f * o.n_layer);
+  std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, V, 0.02f},
+                             {"output_norm.weight", o.n_embd, 1, 0}};
+  for (int i = 0; i < o.n_layer; ++i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    specs.push_back({b + "attn_norm.weight", o.n_embd, 1, 0});
+    specs.push_back({b + "attn_q.weight", o.n_embd, o.n_embd, 0.02f});
+    specs.push_back({b + "attn_k.weight", o.n_embd, o.n_embd, 0.02f});
+    specs.push_back({b + "attn_v.weight", o.n_embd, o.n_embd, 0.02f});
+    specs.push_back({b + "attn_output.weight", o.n_embd, o.n_embd, proj});
+    specs.push_back({b + "ffn_norm.weight", o.n_embd, 1, 0});
+    specs.push_back({b + "ffn_gate.weight", o.n_embd, o.n_ff, 0.02f});
+    specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, 0.02f});
+    specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, proj});
+  }
+  ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, true};
+  std::unique_ptr<ggml_context, GgmlFree> ctx(ggml_init(ip));
+  std::vector<ggml_tensor*> ts;
+  *n_params = 0;
+  for (const Spec& s : specs) {
+    ggml_tensor* t = s.ne1 == 1 ? ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, s.ne0)
+                                : ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, s.ne0, s.ne1);
+    ggml_set_name(t, s.name.c_str());
+    gguf_add_tensor(g.get(), t);
+    ts.push_back(t);
+    *n_params += static_cast<uint64_t>(ggml_nelements(t));
+  }
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return Status::Unavailable("cannot create " + path + ": " + std::strerror(errno));
+  std::vector<uint8_t> meta(gguf_get_meta_size(g.get()));
+  gguf_get_meta_data(g.get(), meta.data());
+  bool ok = std::fwrite(meta.data(), 1, meta.size(), f) == meta.size();
+  std::mt19937_64 rng(o.seed);
+  const size_t align = gguf_get_alignment(g.get());
+  const char zeros[64] = {};
+  std::vector<float> vals;
+  for (size_t i = 0; ok && i < specs.size(); ++i) {
+    vals.resize(static_cast<size_t>(ggml_nelements(ts[i])));
+    std::normal_distribution<float> nd(0.0f, specs[i].std > 0 ? specs[i].std : 1.0f);
+    for (float& x : vals) x = specs[i].std > 0 ? nd(rng) : 1.0f;
+    const size_t nbytes = vals.size() * sizeof(float);
+    ok = std::fwrite(vals.data(), 1, nbytes, f) == nbytes;
+    const size_t pad = (align - nbytes % align) % align;
+    if (ok && pad) ok = std::fwrite(zeros, 1, pad, f) == pad;
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) return Status::ResourceExhausted("writing " + path + " failed: check free disk space");
+  return Status::Ok();
+}
+
+// ggml-opt's callbacks carry no user pointer: one training run per process at a time.
+struct Recorder {
+  const TrainOptions* o = nullptr;
+  TrainReport* report = nullptr;
+  int32_t epoch = 0;
+  int64_t steps_per_epoch = 0, last_ibatch = 0;
+  double last_sum = 0;  // loss x batches at the last report
+  double lr = 0;
+  int64_t opt_steps = 0, total_steps = 0;
+  Clock::time_point t0;
+  std::atomic<bool> stop{false};
+};
+std::atomic<Recorder*> g_recorder{nullptr};
+
+ggml_opt_optimizer_params lr_schedule(void* ud) {
+  auto* r = static_cast<Recorder*>(ud);  // opt_steps: the global step, kept by the callback
+  ggml_opt_optimizer_params p = ggml_opt_get_default_optimizer_params(nullptr);
+  // Linear warm-up over the first 2% of steps, then cosine from lr to lr / 20.
+  const double total = std::max<int64_t>(1, r->total_steps);
+  const double warm = std::max(1.0, total * 0.02);
+  const double step = static_cast<double>(r->opt_steps);
+  const double peak = r->o->lr, floor = peak / 20;
+  double lr = step < warm ? peak * (step + 1) / warm
+                          : floor + 0.5 * (peak - floor) *
+                                        (1 + std::cos(M_PI * std::min(1.0, (step - warm) / (total - warm))));
+  r->lr = lr;
+  p.adamw.alpha = static_cast<float>(lr);
+  p.adamw.wd = r->o->weight_decay;
+  return p;
+}
+
+void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt_result_t result,
+                    int64_t ibatch, int64_t ibatch_max, int64_t) {
+  Recorder* r = g_recorder.load();
+  if (!r || !train) return;
+  r->opt_steps = r->epoch * r->steps_per_epoch + ibatch;  // drives the learning-rate schedule
+  double loss = 0, unc = 0;
+  ggml_opt_result_loss(result, &loss, &unc);
+  const int every = std::max(1, r->o->report_every);
+  if (ibatch % every != 0 && ibatch != ibatch_max) return;
+  const double sum = loss * static_cast<double>(ibatch);
+  const double interval = ibatch > r->last_ibatch
+                              ? (sum - r->last_sum) / static_cast<double>(ibatch - r->last_ibatch)
+                              : loss;
+  r->last_ibatch = ibatch;
+  r->last_sum = sum;
+  const int64_t step = r->epoch * r->steps_per_epoch + ibatch;
+  r->report->curve.push_back({step, interval});
+  if (r->o->on_progress) {
+    const double secs = std::chrono::duration<double>(Clock::now() - r->t0).count();
+    if (!r->o->on_progress({r->epoch + 1, r->o->epochs, ibatch, ibatch_max, interval, r->lr, secs})) {
+      r->stop.store(true);
+    }
+  }
+}
+
+}  // namespace
+
+Result<TrainReport> train_model(const TrainOptions& o) {
+  if (o.output.empty()) return Status::InvalidArgument("no output path: pass -o FILE.gguf");
+  if (o.n_embd < 16 || o.n_embd > 2048 || o.n_head < 1 || o.n_embd % o.n_head != 0 ||
+      o.n_layer < 1 || o.n_layer > 64 || o.n_ff < 16 || o.n_ctx < 16 || o.n_ctx > 4096) {
+    return Status::InvalidArgument("model shape out of range: n_embd 16..2048 divisible by "
+                                   "n_head, 1..64 layers, n_ff >= 16, n_ctx 16..4096");
+  }
+  if (o.epochs < 1 || o.epochs > 1000 || !(o.lr > 0 && o.lr < 1) ||
+      !(o.val_split >= 0 && o.val_split < 0.5f) || o.items_per_task < 1) {
+    return Status::InvalidArgument("epochs 1..1000, lr in (0, 1), val_split in [0, 0.5), items >= 1");
+  }
+  Recorder rec;
+  Recorder* expected = nullptr;
+  if (!g_recorder.compare_exchange_strong(expected, &rec)) {
+    return Status::FailedPrecondition("another training run is in progress in this process");
+  }
+  struct Release {
+    ~Release() { g_recorder.store(nullptr); }
+  } release;
+  TrainReport report;
+  rec.o = &o;
+  rec.report = &report;
+  rec.t0 = Clock::now();
+
+  // 1. Corpus: every task's train split, examples shuffled together.
+  std::vector<std::string> examples;
+  for (const std::string& task : corpus_tasks()) {
+    const bool chat = task == "chat";
+    auto items = make_task_items(task, Split::kTrain, chat ? 8 : o.items_per_task, o.seed);
+    if (!items.ok()) return items.status();
+    const int reps = chat ? std::max(1, o.items_per_task / 20) : 1;
+    for (int r = 0; r < reps; ++r) {
+      for (const TaskItem& it : *items) examples.push_back(chat_example(it));
+    }
+  }
+  std::mt19937_64 shuffle_rng(o.seed ^ 0x5EED);
+  std::shuffle(examples.begin(), examples.end(), shuffle_rng);
+  std::string text;
+  for (const std::string& e : examples) text += e;
+
+  // 2. Vocabulary, 3. the untrained model.
+  VocabOptions vo;
+  vo.n_vocab = o.n_vocab;
+  auto vocab = learn_vocab(text, vo);
+  if (!vocab.ok()) return vocab.status();
+  report.n_vocab = static_cast<int32_t>(vocab->tokens.size());
+  const std::string suffix = ".partial." + std::to_string(::getpid());
+  const std::string init_path = o.output + ".init" + suffix;
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() { std::remove(path.c_str()); }
+  } cleanup{init_path};
+  EDGELLM_RETURN_IF_ERROR(write_initial(o, *vocab, init_path, &report.n_params));
+
+  // 4. Load it with writable weights and an F32 KV cache (ggml's backward has no F16 OUT_PROD).
+  engine::ensure_backend();
+  engine::take_llama_errors();
+  llama_model_params mp = llama_model_default_params();
+  mp.use_extra_bufts = false;  // plain F32 buffers the optimizer can update in place
+  mp.load_mode = LLAMA_LOAD_MODE_NONE;  // writable weights, as llama.cpp's finetune example
+  llama_model* model = llama_model_load_from_file(init_path.c_str(), mp);
+  if (!model) return Status::Internal("cannot load the initial model: " + engine::take_llama_errors());
+  struct ModelFree {
+    llama_model* m;
+    ~ModelFree() { llama_model_free(m); }
+  } model_free{model};
+  const int32_t threads = o.n_threads > 0 ? o.n_threads : physical_cores();
+  // One window = one micro-batch = one optimizer step. llama.cpp pads contexts to a multiple
+  // of 256, so the window is rounded up to one.
+  const uint32_t window = static_cast<uint32_t>((o.n_ctx + 255) / 256 * 256);
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = window;
+  cp.n_batch = window;
+  cp.n_ubatch = window;
+  cp.n_threads = cp.n_threads_batch = threads;
+  cp.type_k = GGML_TYPE_F32;
+  cp.type_v = GGML_TYPE_F32;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (!ctx) return Status::Internal("cannot create a training context: " + engine::take_llama_errors());
+  struct CtxFree {
+    llama_context* c;
+    ~CtxFree() { llama_free(c); }
+  } ctx_free{ctx};
+
+  // 5. Tokens and windows (stride n_ctx, labels shifted by one). llama.cpp may pad the context
+  // (to a multiple of 256): the windows must be exactly its size.
+  const int32_t n_ctx = static_cast<int32_t>(llama_n_ctx(ctx));
+  const llama_vocab* lv = llama_model_get_vocab(model);
+  std::vector<llama_token> toks(text.size() + 16);
+  int32_t nt = llama_tokenize(lv, text.data(), static_cast<int32_t>(text.size()), toks.data(),
+                              static_cast<int32_t>(toks.size()), true, true);
+  if (nt < 0) return Status::Internal("tokenizing the corpus failed");
+  toks.resize(static_cast<size_t>(nt));
+  const int64_t ndata = (static_cast<int64_t>(toks.size()) - 1) / n_ctx;
+  if (ndata < 2) return Status::InvalidArgument("the corpus is too small for one window");
+  ggml_opt_dataset_t ds = ggml_opt_dataset_init(GGML_TYPE_I32, GGML_TYPE_I32, n_ctx, n_ctx, ndata, 1);
+  auto* data = static_cast<llama_token*>(ggml_opt_dataset_data(ds)->data);
+  auto* labels = static_cast<llama_token*>(ggml_opt_dataset_labels(ds)->data);
+  for (int64_t i = 0; i < ndata; ++i) {
+    std::memcpy(data + i * n_ctx, toks.data() + i * n_ctx, n_ctx * sizeof(llama_token));
+    std::memcpy(labels + i * n_ctx, toks.data() + i * n_ctx + 1, n_ctx * sizeof(llama_token));
+  }
+  const int64_t split = std::max<int64_t>(1, static_cast<int64_t>(ndata * (1.0f - o.val_split)));
+  report.n_train_tokens = split * n_ctx;
+  rec.steps_per_epoch = split;
+  rec.total_steps = split * o.epochs;
+
+  // 6. Train.
+  llama_opt_params op{};
+  op.n_ctx_train = 0;
+  op.param_filter = llama_opt_param_filter_all;
+  op.param_filter_ud = nullptr;
+  op.get_opt_pars = lr_schedule;
+  op.get_opt_pars_ud = &rec;
+  op.optimizer_type = GGML_OPT_OPTIMIZER_TYPE_ADAMW;
+  llama_opt_init(ctx, model, op);
+  ggml_opt_result_t rt = ggml_opt_result_init();
+  ggml_opt_result_t re = ggml_opt_result_init();
+  Status st;
+  for (rec.epoch = 0; rec.epoch < o.epochs && st.ok(); ++rec.epoch) {
+    rec.last_ibatch = 0;
+    rec.last_sum = 0;
+    llama_opt_epoch(ctx, ds, rt, re, split, on_train_batch, nullptr);
+    double lt = 0, le = 0, unc = 0;
+    ggml_opt_result_loss(rt, &lt, &unc);
+    report.epoch_train_loss.push_back(lt);
+    if (split < ndata) {
+      ggml_opt_result_loss(re, &le, &unc);
+      report.epoch_val_loss.push_back(le);
+    }
+    ggml_opt_result_reset(rt);
+    ggml_opt_result_reset(re);
+    if (rec.stop.load()) st = Status::Cancelled("training cancelled");
+  }
+  ggml_opt_result_free(rt);
+  ggml_opt_result_free(re);
+  ggml_opt_dataset_free(ds);
+  if (!st.ok()) return st;
+
+  // 7. Save atomically.
+  const std::string tmp = o.output + suffix;
+  llama_model_save_to_file(model, tmp.c_str());
+  // llama.cpp's saver leaves out the chat template: add it (and our record of the run).
+  {
+    ggml_context* data_ctx = nullptr;
+    gguf_init_params gp{/*no_alloc=*/false, &data_ctx};
+    std::unique_ptr<gguf_context, GgufFree> saved(gguf_init_from_file(tmp.c_str(), gp));
+    std::unique_ptr<ggml_context, GgmlFree> data_owner(data_ctx);
+    if (!saved) return Status::Internal("cannot reopen the saved model " + tmp);
+    std::unique_ptr<gguf_context, GgufFree> out(gguf_init_empty());
+    gguf_set_kv(out.get(), saved.get());
+    gguf_set_val_str(out.get(), "tokenizer.chat_template", kChatTemplate);
+    gguf_set_val_u64(out.get(), "edgellm.train.seed", o.seed);
+    gguf_set_val_u32(out.get(), "edgellm.train.epochs", static_cast<uint32_t>(o.epochs));
+    gguf_set_val_u32(out.get(), "edgellm.train.items_per_task", static_cast<uint32_t>(o.items_per_task));
+    // The saver writes absent special tokens as 0xFFFFFFFF, which llama.cpp warns about.
+    for (int64_t i = gguf_get_n_kv(out.get()) - 1; i >= 0; --i) {
+      if (gguf_get_kv_type(out.get(), i) == GGUF_TYPE_UINT32 &&
+          gguf_get_val_u32(out.get(), i) == 0xFFFFFFFFu) {
+        gguf_remove_key(out.get(), gguf_get_key(out.get(), i));
+      }
+    }
+    // By name: the data context also holds the file's data blob as a tensor of its own.
+    for (int64_t i = 0; i < gguf_get_n_tensors(saved.get()); ++i) {
+      ggml_tensor* t = ggml_get_tensor(data_ctx, gguf_get_tensor_name(saved.get(), i));
+      if (!t) return Status::Internal("the saved model lost a tensor");
+      gguf_add_tensor(out.get(), t);
+    }
+    if (!gguf_write_to_file(out.get(), tmp.c_str(), false)) {
+      std::remove(tmp.c_str());
+      return Status::ResourceExhausted("writing " + tmp + " failed: check free disk space");
+    }
+  }
+  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::Unavailable("cannot move the model into place at " + o.output + ": " +
+                               std::strerror(errno));
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - rec.t0).count();
+  return report;
+}
+
+}  // namespace edgellm
