@@ -30,6 +30,7 @@ Action add_route(CLI::App& app);
 Action add_serve_llm(CLI::App& app);
 // train (edgellm's own model)
 Action add_train(CLI::App& app);
+Action add_eval(CLI::App& app);
 
 // "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
 edgellm::Result<uint64_t> parse_size(const std::string& text);

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   cli::Action route = cli::add_route(app);
   cli::Action serve_llm = cli::add_serve_llm(app);
   cli::Action train = cli::add_train(app);
+  cli::Action eval = cli::add_eval(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -44,5 +45,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("route")) return route();
   if (app.got_subcommand("serve")) return serve_llm();
   if (app.got_subcommand("train")) return train();
+  if (app.got_subcommand("eval")) return eval();
   return 2;
 }

@@ -1,0 +1,117 @@
+// edgellm's own model pipeline: the corpus (deterministic, held-out items never in training),
+// the learned vocabulary (through llama.cpp's tokenizer), a short real training run through
+// libllama's optimizer whose loss falls, and eval on the result.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "edgellm/edgellm.h"
+#include "edgellm/eval.h"
+#include "edgellm/train.h"
+#include "testutil/fixtures.h"
+
+namespace edgellm {
+namespace {
+
+TEST(Corpus, DeterministicAndHeldOutNeverInTraining) {
+  for (const std::string task : {"intent", "extract", "math", "code"}) {
+    auto a = make_task_items(task, Split::kTrain, 3000, 1);
+    auto b = make_task_items(task, Split::kTrain, 3000, 1);
+    auto test = make_task_items(task, Split::kTest, 300, 7);
+    ASSERT_TRUE(a.ok() && b.ok() && test.ok());
+    ASSERT_EQ(a->size(), 3000u);
+    ASSERT_EQ(test->size(), 300u);
+    std::set<std::string> train_prompts;
+    for (size_t i = 0; i < a->size(); ++i) {
+      EXPECT_EQ((*a)[i].prompt, (*b)[i].prompt);
+      EXPECT_FALSE((*a)[i].answer.empty());
+      train_prompts.insert((*a)[i].prompt);
+    }
+    // Other seeds draw other train items, still never a test one.
+    auto c = make_task_items(task, Split::kTrain, 3000, 99);
+    for (const TaskItem& it : *c) train_prompts.insert(it.prompt);
+    for (const TaskItem& it : *test) EXPECT_EQ(train_prompts.count(it.prompt), 0u) << it.prompt;
+  }
+  auto math = make_task_items("math", Split::kTest, 50, 7);
+  for (const TaskItem& it : *math) {  // answers are right
+    int a = 0, b = 0;
+    char op = 0;
+    if (std::sscanf(it.prompt.c_str(), "%d%c%d=", &a, &op, &b) == 3 && it.prompt.back() == '=') {
+      const int want = op == '+' ? a + b : op == '-' ? a - b : a * b;
+      EXPECT_EQ(it.answer, std::to_string(want)) << it.prompt;
+    }
+  }
+  EXPECT_EQ(make_task_items("poetry", Split::kTrain, 1, 1).status().code(), Code::kInvalidArgument);
+}
+
+TEST(Vocab, LearnsMergesAndKeepsTheirParts) {
+  std::string text;
+  auto items = make_task_items("intent", Split::kTrain, 2000, 1);
+  for (const TaskItem& it : *items) text += chat_example(it);
+  auto v = learn_vocab(text, {.n_vocab = 1024});
+  ASSERT_TRUE(v.ok());
+  EXPECT_LE(v->tokens.size(), 1024u);
+  EXPECT_EQ(v->tokens[static_cast<size_t>(v->im_end)], "<|im_end|>");
+  std::set<std::string> all(v->tokens.begin(), v->tokens.end());
+  EXPECT_EQ(all.size(), v->tokens.size());  // no duplicates
+  EXPECT_TRUE(all.count("<0x0A>"));
+  EXPECT_TRUE(all.count("天"));
+  int merges = 0;
+  for (size_t i = 0; i < v->tokens.size(); ++i) {
+    if (v->scores[i] < 0) ++merges;  // learned merges carry negative ranks as scores
+  }
+  EXPECT_GT(merges, 300);
+  EXPECT_EQ(learn_vocab(text, {.n_vocab = 10}).status().code(), Code::kInvalidArgument);
+}
+
+TEST(Train, ShortRunLowersLossAndTheModelRuns) {
+  const std::string dir = testutil::scratch_dir("train_test");
+  TrainOptions o;
+  o.output = dir + "/mini.gguf";
+  o.n_vocab = 768;
+  o.n_embd = 64;
+  o.n_layer = 2;
+  o.n_head = 2;
+  o.n_ff = 128;
+  o.items_per_task = 150;
+  o.epochs = 3;
+  o.lr = 1e-2f;
+  o.report_every = 5;
+  auto r = train_model(o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->epoch_train_loss.size(), 3u);
+  ASSERT_GE(r->curve.size(), 4u);
+  // Starts near ln(768) = 6.64 and falls (this small run reaches the unigram level, ~5.5).
+  EXPECT_GT(r->curve.front().loss, 6.0);
+  EXPECT_LT(r->curve.back().loss, r->curve.front().loss - 0.5);
+  EXPECT_LT(r->epoch_train_loss[2], r->epoch_train_loss[0]);
+
+  // The result is an ordinary GGUF for the engine, with the chat template.
+  auto m = Model::Load(o.output);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->info().arch, "llama");
+  EXPECT_TRUE((*m)->info().has_chat_template);
+  auto toks = (*m)->Tokenize("意图：明天北京天气怎么样", false);
+  ASSERT_TRUE(toks.ok());
+  std::string back;
+  for (int32_t t : *toks) back += (*m)->TokenBytes(t);
+  EXPECT_EQ(back, "意图：明天北京天气怎么样");
+
+  EvalOptions eo;
+  eo.model = o.output;
+  eo.reference = o.output;
+  eo.items = 5;
+  auto ev = evaluate_model(eo);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  ASSERT_EQ(ev->tasks.size(), 4u);
+  EXPECT_GT(ev->perplexity, 1.0);
+  EXPECT_LT(ev->perplexity, 768.0);  // better than uniform over the vocabulary
+  EXPECT_NEAR(ev->kl_mean, 0.0, 1e-6);  // against itself
+  EXPECT_DOUBLE_EQ(ev->top1_agree, 1.0);
+
+  o.n_embd = 63;  // not divisible by the heads
+  EXPECT_EQ(train_model(o).status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace edgellm
