@@ -259,6 +259,9 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   cp.n_threads = cp.n_threads_batch = threads;
   cp.type_k = GGML_TYPE_F32;
   cp.type_v = GGML_TYPE_F32;
+  // ggml has no backward pass for flash attention: with it (the CPU default is "auto") the
+  // attention weights get no gradient and the model only ever learns bigram statistics.
+  cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
   llama_context* ctx = llama_init_from_model(model, cp);
   if (!ctx) return Status::Internal("cannot create a training context: " + engine::take_llama_errors());
   struct CtxFree {
