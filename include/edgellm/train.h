@@ -73,6 +73,10 @@ struct TrainOptions {
   float val_split = 0.05f;     // the last share of the windows, evaluated after each epoch
   uint64_t seed = 1;
   int32_t n_threads = -1;      // -1 = physical cores
+  // Train through libllama's llama_opt_init/llama_opt_epoch instead of edgellm's own ggml
+  // graph. In the pinned llama.cpp that path never trains attn_k/attn_v (gradients stop at
+  // the KV cache; docs/training.md), so it is kept only to show the difference. Default false.
+  bool use_llama_opt = false;
   // Called every `report_every` optimizer steps and at each epoch's end. Return false to stop
   // (kCancelled, nothing written).
   int32_t report_every = 20;

@@ -8,12 +8,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <random>
 
 #include "edgellm/session.h"
 #include "edgellm/train.h"
 #include "engine/llama_glue.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "ggml-opt.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -35,47 +38,17 @@ const char* kChatTemplate =
     "+ '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
     "}}{% endif %}";
 
-// Writes the untrained model: F32 weights, normal(0, 0.02) matrices (output projections scaled
-// down by sqrt(2 * n_layer), as GPT-2 does), ones for the norms.
-Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& path,
-                     uint64_t* n_params) {
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
-  gguf_set_val_str(g.get(), "general.architecture", "llama");
-  gguf_set_val_str(g.get(), "general.name", "edgellm-tiny");
-  gguf_set_val_u32(g.get(), "general.file_type", 0);  // LLAMA_FTYPE_ALL_F32
-  gguf_set_val_u32(g.get(), "llama.context_length", static_cast<uint32_t>(o.n_ctx));
-  gguf_set_val_u32(g.get(), "llama.embedding_length", static_cast<uint32_t>(o.n_embd));
-  gguf_set_val_u32(g.get(), "llama.block_count", static_cast<uint32_t>(o.n_layer));
-  gguf_set_val_u32(g.get(), "llama.feed_forward_length", static_cast<uint32_t>(o.n_ff));
-  gguf_set_val_u32(g.get(), "llama.attention.head_count", static_cast<uint32_t>(o.n_head));
-  gguf_set_val_u32(g.get(), "llama.attention.head_count_kv", static_cast<uint32_t>(o.n_head));
-  gguf_set_val_u32(g.get(), "llama.rope.dimension_count", static_cast<uint32_t>(o.n_embd / o.n_head));
-  gguf_set_val_f32(g.get(), "llama.rope.freq_base", 10000.0f);
-  gguf_set_val_f32(g.get(), "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  gguf_set_val_u32(g.get(), "llama.vocab_size", static_cast<uint32_t>(v.tokens.size()));
-  gguf_set_val_str(g.get(), "tokenizer.ggml.model", "llama");
-  std::vector<const char*> toks;
-  for (const std::string& t : v.tokens) toks.push_back(t.c_str());
-  gguf_set_arr_str(g.get(), "tokenizer.ggml.tokens", toks.data(), toks.size());
-  gguf_set_arr_data(g.get(), "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v.scores.data(), v.scores.size());
-  gguf_set_arr_data(g.get(), "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v.types.data(), v.types.size());
-  gguf_set_val_u32(g.get(), "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos));
-  gguf_set_val_u32(g.get(), "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.im_end));
-  gguf_set_val_u32(g.get(), "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk));
-  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_bos_token", true);
-  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_eos_token", false);
-  gguf_set_val_bool(g.get(), "tokenizer.ggml.add_space_prefix", false);
-  gguf_set_val_str(g.get(), "tokenizer.chat_template", kChatTemplate);
-  gguf_set_val_u64(g.get(), "edgellm.train.seed", o.seed);
+struct Spec {
+  std::string name;
+  int64_t ne0, ne1;
+  float std;  // initial normal std; 0: ones (norm weights)
+};
 
-  struct Spec {
-    std::string name;
-    int64_t ne0, ne1;
-    float std;  // 0: ones
-  };
-  const int64_t V = static_cast<int64_t>(v.tokens.size());
+// The llama architecture's tensors (tied embeddings: no output.weight). Matrices start as
+// normal(0, 0.02), output projections scaled down by sqrt(2 * n_layer) as GPT-2 does.
+std::vector<Spec> model_specs(const TrainOptions& o, int64_t n_vocab) {
   const float proj = 0.02f / std::sqrt(2.0f * o.n_layer);
-  std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, V, 0.02f},
+  std::vector<Spec> specs = {{"token_embd.weight", o.n_embd, n_vocab, 0.02f},
                              {"output_norm.weight", o.n_embd, 1, 0}};
   for (int i = 0; i < o.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
@@ -89,6 +62,52 @@ Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& p
     specs.push_back({b + "ffn_up.weight", o.n_embd, o.n_ff, 0.02f});
     specs.push_back({b + "ffn_down.weight", o.n_ff, o.n_embd, proj});
   }
+  return specs;
+}
+
+void fill_initial(const Spec& s, std::mt19937_64& rng, std::vector<float>* vals) {
+  std::normal_distribution<float> nd(0.0f, s.std > 0 ? s.std : 1.0f);
+  for (float& x : *vals) x = s.std > 0 ? nd(rng) : 1.0f;
+}
+
+void set_metadata(gguf_context* g, const TrainOptions& o, const Vocab& v) {
+  gguf_set_val_str(g, "general.architecture", "llama");
+  gguf_set_val_str(g, "general.name", "edgellm-tiny");
+  gguf_set_val_u32(g, "general.file_type", 0);  // LLAMA_FTYPE_ALL_F32
+  gguf_set_val_u32(g, "llama.context_length", static_cast<uint32_t>(o.n_ctx));
+  gguf_set_val_u32(g, "llama.embedding_length", static_cast<uint32_t>(o.n_embd));
+  gguf_set_val_u32(g, "llama.block_count", static_cast<uint32_t>(o.n_layer));
+  gguf_set_val_u32(g, "llama.feed_forward_length", static_cast<uint32_t>(o.n_ff));
+  gguf_set_val_u32(g, "llama.attention.head_count", static_cast<uint32_t>(o.n_head));
+  gguf_set_val_u32(g, "llama.attention.head_count_kv", static_cast<uint32_t>(o.n_head));
+  gguf_set_val_u32(g, "llama.rope.dimension_count", static_cast<uint32_t>(o.n_embd / o.n_head));
+  gguf_set_val_f32(g, "llama.rope.freq_base", 10000.0f);
+  gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  gguf_set_val_u32(g, "llama.vocab_size", static_cast<uint32_t>(v.tokens.size()));
+  gguf_set_val_str(g, "tokenizer.ggml.model", "llama");
+  std::vector<const char*> toks;
+  for (const std::string& t : v.tokens) toks.push_back(t.c_str());
+  gguf_set_arr_str(g, "tokenizer.ggml.tokens", toks.data(), toks.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v.scores.data(), v.scores.size());
+  gguf_set_arr_data(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v.types.data(), v.types.size());
+  gguf_set_val_u32(g, "tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos));
+  gguf_set_val_u32(g, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.im_end));
+  gguf_set_val_u32(g, "tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(v.unk));
+  gguf_set_val_bool(g, "tokenizer.ggml.add_bos_token", true);
+  gguf_set_val_bool(g, "tokenizer.ggml.add_eos_token", false);
+  gguf_set_val_bool(g, "tokenizer.ggml.add_space_prefix", false);
+  gguf_set_val_str(g, "tokenizer.chat_template", kChatTemplate);
+  gguf_set_val_u64(g, "edgellm.train.seed", o.seed);
+  gguf_set_val_u32(g, "edgellm.train.epochs", static_cast<uint32_t>(o.epochs));
+  gguf_set_val_u32(g, "edgellm.train.items_per_task", static_cast<uint32_t>(o.items_per_task));
+}
+
+// Writes the untrained model for the llama_opt path.
+Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& path,
+                     uint64_t* n_params) {
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
+  set_metadata(g.get(), o, v);
+  const std::vector<Spec> specs = model_specs(o, static_cast<int64_t>(v.tokens.size()));
   ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, true};
   std::unique_ptr<ggml_context, GgmlFree> ctx(ggml_init(ip));
   std::vector<ggml_tensor*> ts;
@@ -112,8 +131,7 @@ Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& p
   std::vector<float> vals;
   for (size_t i = 0; ok && i < specs.size(); ++i) {
     vals.resize(static_cast<size_t>(ggml_nelements(ts[i])));
-    std::normal_distribution<float> nd(0.0f, specs[i].std > 0 ? specs[i].std : 1.0f);
-    for (float& x : vals) x = specs[i].std > 0 ? nd(rng) : 1.0f;
+    fill_initial(specs[i], rng, &vals);
     const size_t nbytes = vals.size() * sizeof(float);
     ok = std::fwrite(vals.data(), 1, nbytes, f) == nbytes;
     const size_t pad = (align - nbytes % align) % align;
@@ -180,6 +198,190 @@ void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt
   }
 }
 
+// The training forward graph, built with ggml directly: the same computation as llama.cpp's
+// llama architecture at inference (RMSNorm eps 1e-5, RoPE NORM base 10000, causal softmax
+// attention scaled by 1/sqrt(head_dim), SwiGLU, tied output), but attention reads K and V
+// straight from their projections, not from a KV cache, so every weight gets a gradient.
+ggml_tensor* build_forward(ggml_context* c, const TrainOptions& o,
+                           const std::map<std::string, ggml_tensor*>& w, ggml_tensor* tokens,
+                           ggml_tensor* pos) {
+  const int64_t T = tokens->ne[0], E = o.n_embd, H = o.n_head, hd = E / H;
+  const float eps = 1e-5f;
+  auto W = [&](const std::string& n) { return w.at(n); };
+  ggml_tensor* x = ggml_get_rows(c, W("token_embd.weight"), tokens);  // [E, T]
+  for (int l = 0; l < o.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    ggml_tensor* h = ggml_mul(c, ggml_rms_norm(c, x, eps), W(b + "attn_norm.weight"));
+    ggml_tensor* q = ggml_reshape_3d(c, ggml_mul_mat(c, W(b + "attn_q.weight"), h), hd, H, T);
+    ggml_tensor* k = ggml_reshape_3d(c, ggml_mul_mat(c, W(b + "attn_k.weight"), h), hd, H, T);
+    ggml_tensor* v = ggml_reshape_3d(c, ggml_mul_mat(c, W(b + "attn_v.weight"), h), hd, H, T);
+    q = ggml_rope_ext(c, q, pos, nullptr, static_cast<int>(hd), 0, o.n_ctx, 10000.0f, 1.0f, 0.0f,
+                      1.0f, 32.0f, 1.0f);
+    k = ggml_rope_ext(c, k, pos, nullptr, static_cast<int>(hd), 0, o.n_ctx, 10000.0f, 1.0f, 0.0f,
+                      1.0f, 32.0f, 1.0f);
+    ggml_tensor* Q = ggml_permute(c, q, 0, 2, 1, 3);                 // [hd, T, H]
+    ggml_tensor* K = ggml_cont(c, ggml_permute(c, k, 0, 2, 1, 3));   // [hd, T, H]
+    ggml_tensor* kq = ggml_mul_mat(c, K, Q);                         // [T(k), T(q), H]
+    kq = ggml_scale(c, kq, 1.0f / std::sqrt(static_cast<float>(hd)));
+    kq = ggml_diag_mask_inf(c, kq, 0);
+    kq = ggml_soft_max(c, kq);
+    ggml_tensor* V = ggml_cont(c, ggml_permute(c, v, 1, 2, 0, 3));   // [T, hd, H]
+    ggml_tensor* kqv = ggml_mul_mat(c, V, kq);                       // [hd, T(q), H]
+    ggml_tensor* merged = ggml_cont(c, ggml_permute(c, kqv, 0, 2, 1, 3));  // [hd, H, T]
+    merged = ggml_reshape_2d(c, merged, E, T);
+    x = ggml_add(c, x, ggml_mul_mat(c, W(b + "attn_output.weight"), merged));
+    h = ggml_mul(c, ggml_rms_norm(c, x, eps), W(b + "ffn_norm.weight"));
+    ggml_tensor* g = ggml_silu(c, ggml_mul_mat(c, W(b + "ffn_gate.weight"), h));
+    ggml_tensor* u = ggml_mul_mat(c, W(b + "ffn_up.weight"), h);
+    x = ggml_add(c, x, ggml_mul_mat(c, W(b + "ffn_down.weight"), ggml_mul(c, g, u)));
+  }
+  x = ggml_mul(c, ggml_rms_norm(c, x, eps), W("output_norm.weight"));
+  return ggml_mul_mat(c, W("token_embd.weight"), x);  // [V, T]
+}
+
+Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<llama_token>& toks,
+                    Recorder* rec, TrainReport* report) {
+  const int64_t T = o.n_ctx, V = static_cast<int64_t>(v.tokens.size());
+  const int64_t ndata = (static_cast<int64_t>(toks.size()) - 1) / T;
+  if (ndata < 2) return Status::InvalidArgument("the corpus is too small for two windows");
+  const int64_t split = std::max<int64_t>(1, static_cast<int64_t>(ndata * (1.0f - o.val_split)));
+  report->n_train_tokens = split * T;
+  rec->steps_per_epoch = split;
+  rec->total_steps = split * o.epochs;
+
+  ggml_backend_t backend = ggml_backend_cpu_init();
+  if (!backend) return Status::Internal("cannot initialise ggml's CPU backend");
+  struct BackendFree {
+    ggml_backend_t b;
+    ~BackendFree() { ggml_backend_free(b); }
+  } backend_free{backend};
+  ggml_backend_cpu_set_n_threads(backend, o.n_threads > 0 ? o.n_threads : physical_cores());
+
+  // Weights (trainable) and positions in one backend buffer.
+  const std::vector<Spec> specs = model_specs(o, V);
+  ggml_init_params pp{(specs.size() + 4) * ggml_tensor_overhead(), nullptr, true};
+  std::unique_ptr<ggml_context, GgmlFree> ctx_p(ggml_init(pp));
+  std::map<std::string, ggml_tensor*> w;
+  std::vector<ggml_tensor*> params;
+  report->n_params = 0;
+  for (const Spec& s : specs) {
+    ggml_tensor* t = s.ne1 == 1 ? ggml_new_tensor_1d(ctx_p.get(), GGML_TYPE_F32, s.ne0)
+                                : ggml_new_tensor_2d(ctx_p.get(), GGML_TYPE_F32, s.ne0, s.ne1);
+    ggml_set_name(t, s.name.c_str());
+    w[s.name] = t;
+    params.push_back(t);
+    report->n_params += static_cast<uint64_t>(ggml_nelements(t));
+  }
+  ggml_tensor* pos = ggml_new_tensor_1d(ctx_p.get(), GGML_TYPE_I32, T);
+  // ggml-opt's static graphs want the input allocated with the weights.
+  ggml_tensor* tokens = ggml_new_tensor_1d(ctx_p.get(), GGML_TYPE_I32, T);
+  ggml_set_name(tokens, "tokens");
+  ggml_set_input(tokens);
+  ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx_p.get(), backend);
+  if (!buf) return Status::ResourceExhausted("cannot allocate the model's weights");
+  struct BufFree {
+    ggml_backend_buffer_t b;
+    ~BufFree() { ggml_backend_buffer_free(b); }
+  } buf_free{buf};
+  std::mt19937_64 rng(o.seed);
+  std::vector<float> vals;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    vals.resize(static_cast<size_t>(ggml_nelements(params[i])));
+    fill_initial(specs[i], rng, &vals);
+    ggml_backend_tensor_set(params[i], vals.data(), 0, vals.size() * sizeof(float));
+    ggml_set_param(params[i]);
+  }
+  std::vector<int32_t> positions(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  ggml_backend_tensor_set(pos, positions.data(), 0, positions.size() * sizeof(int32_t));
+
+  // The graph.
+  const size_t graph_size = 16384;
+  ggml_init_params cp{ggml_tensor_overhead() * graph_size * 4 +
+                          ggml_graph_overhead_custom(graph_size, true) * 4,
+                      nullptr, true};
+  std::unique_ptr<ggml_context, GgmlFree> ctx_c(ggml_init(cp));
+  ggml_tensor* logits = build_forward(ctx_c.get(), o, w, tokens, pos);
+  ggml_set_name(logits, "logits");
+  ggml_set_output(logits);
+
+  ggml_backend_sched_t sched = ggml_backend_sched_new(&backend, nullptr, 1, graph_size, false, true);
+  struct SchedFree {
+    ggml_backend_sched_t s;
+    ~SchedFree() { ggml_backend_sched_free(s); }
+  } sched_free{sched};
+  ggml_opt_params op = ggml_opt_default_params(sched, GGML_OPT_LOSS_TYPE_CROSS_ENTROPY);
+  op.ctx_compute = ctx_c.get();
+  op.inputs = tokens;
+  op.outputs = logits;
+  op.opt_period = 1;
+  op.get_opt_pars = lr_schedule;
+  op.get_opt_pars_ud = rec;
+  op.optimizer = GGML_OPT_OPTIMIZER_TYPE_ADAMW;
+  ggml_opt_context_t opt = ggml_opt_init(op);
+  struct OptFree {
+    ggml_opt_context_t c;
+    ~OptFree() { ggml_opt_free(c); }
+  } opt_free{opt};
+
+  std::vector<float> onehot(static_cast<size_t>(V * T));
+  auto run = [&](int64_t window, bool train, ggml_opt_result_t result) {
+    ggml_opt_alloc(opt, train);
+    const llama_token* src = toks.data() + window * T;
+    ggml_backend_tensor_set(ggml_opt_inputs(opt), src, 0, static_cast<size_t>(T) * sizeof(int32_t));
+    std::fill(onehot.begin(), onehot.end(), 0.0f);
+    for (int64_t t = 0; t < T; ++t) onehot[static_cast<size_t>(t * V + src[t + 1])] = 1.0f;
+    ggml_backend_tensor_set(ggml_opt_labels(opt), onehot.data(), 0, onehot.size() * sizeof(float));
+    ggml_opt_eval(opt, result);
+  };
+  ggml_opt_result_t rt = ggml_opt_result_init();
+  ggml_opt_result_t re = ggml_opt_result_init();
+  std::vector<int64_t> order(static_cast<size_t>(split));
+  for (int64_t i = 0; i < split; ++i) order[static_cast<size_t>(i)] = i;
+  std::mt19937_64 shuffle(o.seed ^ 0xE90C);
+  Status st;
+  for (rec->epoch = 0; rec->epoch < o.epochs && st.ok(); ++rec->epoch) {
+    rec->last_ibatch = 0;
+    rec->last_sum = 0;
+    std::shuffle(order.begin(), order.end(), shuffle);
+    for (int64_t i = 0; i < split && !rec->stop.load(); ++i) {
+      rec->opt_steps = rec->epoch * split + i;
+      run(order[static_cast<size_t>(i)], true, rt);
+      on_train_batch(true, opt, nullptr, rt, i + 1, split, 0);
+    }
+    for (int64_t i = split; i < ndata && !rec->stop.load(); ++i) run(i, false, re);
+    double lt = 0, le = 0, unc = 0;
+    ggml_opt_result_loss(rt, &lt, &unc);
+    report->epoch_train_loss.push_back(lt);
+    if (split < ndata) {
+      ggml_opt_result_loss(re, &le, &unc);
+      report->epoch_val_loss.push_back(le);
+    }
+    ggml_opt_result_reset(rt);
+    ggml_opt_result_reset(re);
+    if (rec->stop.load()) st = Status::Cancelled("training cancelled");
+  }
+  ggml_opt_result_free(rt);
+  ggml_opt_result_free(re);
+  if (!st.ok()) return st;
+
+  // Save: the trained tensors under llama.cpp's names, with the vocabulary and template.
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
+  set_metadata(g.get(), o, v);
+  for (ggml_tensor* t : params) gguf_add_tensor(g.get(), t);
+  const std::string tmp = o.output + ".partial." + std::to_string(::getpid());
+  if (!gguf_write_to_file(g.get(), tmp.c_str(), false)) {
+    std::remove(tmp.c_str());
+    return Status::ResourceExhausted("writing " + tmp + " failed: check free disk space");
+  }
+  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::Unavailable("cannot move the model into place at " + o.output + ": " +
+                               std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TrainReport> train_model(const TrainOptions& o) {
@@ -220,7 +422,9 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   std::mt19937_64 shuffle_rng(o.seed ^ 0x5EED);
   std::shuffle(examples.begin(), examples.end(), shuffle_rng);
   std::string text;
-  for (const std::string& e : examples) text += e;
+  // Each example starts with BOS, as every prompt does at inference (add_bos_token): a model
+  // that never saw BOS attends to an untrained vector at position 0 and falls apart.
+  for (const std::string& e : examples) text += "<s>" + e;
 
   // 2. Vocabulary, 3. the untrained model.
   VocabOptions vo;
@@ -235,6 +439,25 @@ Result<TrainReport> train_model(const TrainOptions& o) {
     ~Cleanup() { std::remove(path.c_str()); }
   } cleanup{init_path};
   EDGELLM_RETURN_IF_ERROR(write_initial(o, *vocab, init_path, &report.n_params));
+
+  if (!o.use_llama_opt) {
+    // Tokenize with llama.cpp's own tokenizer over the new vocabulary (a vocab-only load).
+    engine::ensure_backend();
+    llama_model_params vp = llama_model_default_params();
+    vp.vocab_only = true;
+    llama_model* vm = llama_model_load_from_file(init_path.c_str(), vp);
+    if (!vm) return Status::Internal("cannot load the new vocabulary: " + engine::take_llama_errors());
+    std::vector<llama_token> toks(text.size() + 16);
+    const int32_t nt = llama_tokenize(llama_model_get_vocab(vm), text.data(),
+                                      static_cast<int32_t>(text.size()), toks.data(),
+                                      static_cast<int32_t>(toks.size()), false, true);
+    llama_model_free(vm);
+    if (nt < 0) return Status::Internal("tokenizing the corpus failed");
+    toks.resize(static_cast<size_t>(nt));
+    EDGELLM_RETURN_IF_ERROR(train_direct(o, *vocab, toks, &rec, &report));
+    report.seconds = std::chrono::duration<double>(Clock::now() - rec.t0).count();
+    return report;
+  }
 
   // 4. Load it with writable weights and an F32 KV cache (ggml's backward has no F16 OUT_PROD).
   engine::ensure_backend();

@@ -65,7 +65,7 @@ Result<Vocab> learn_vocab(const std::string& text, const VocabOptions& o) {
 
   // Words: the text without control tokens, spaces as U+2581 starting a word, newlines alone.
   std::string plain = text;
-  for (const char* special : {"<|im_start|>", "<|im_end|>"}) {
+  for (const char* special : {"<|im_start|>", "<|im_end|>", "<s>"}) {
     for (size_t p = plain.find(special); p != std::string::npos; p = plain.find(special, p)) {
       plain.replace(p, std::string(special).size(), "\n");
     }

@@ -27,6 +27,8 @@ Action add_train(CLI::App& app) {
   cmd->add_option("--lr", o.lr, "Peak AdamW learning rate (default 2e-3)");
   cmd->add_option("--seed", o.seed, "Seed for corpus, weights and shuffling (default 1)");
   cmd->add_option("--threads", o.n_threads, "Threads (default: physical cores)");
+  cmd->add_flag("--llama-opt", o.use_llama_opt,
+                "Train through llama_opt_epoch (does not train attn_k/attn_v; see docs/training.md)");
   cmd->add_flag("--json", json, "Print the record as JSON on stdout at the end");
   return [] {
     o.on_progress = [](const edgellm::TrainOptions::Progress& p) {
