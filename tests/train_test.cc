@@ -3,6 +3,7 @@
 // libllama's optimizer whose loss falls, and eval on the result.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "edgellm/edgellm.h"
@@ -81,9 +82,10 @@ TEST(Train, ShortRunLowersLossAndTheModelRuns) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->epoch_train_loss.size(), 3u);
   ASSERT_GE(r->curve.size(), 4u);
-  // Starts near ln(768) = 6.64 and falls (this small run reaches the unigram level, ~5.5).
-  EXPECT_GT(r->curve.front().loss, 6.0);
-  EXPECT_LT(r->curve.back().loss, r->curve.front().loss - 0.5);
+  // Starts near ln(768) = 6.64 (the first report averages 5 steps) and falls well below it.
+  EXPECT_GT(r->curve.front().loss, 5.5);
+  EXPECT_LT(r->curve.back().loss, r->curve.front().loss - 1.0)
+      << r->curve.front().loss << " -> " << r->curve.back().loss;
   EXPECT_LT(r->epoch_train_loss[2], r->epoch_train_loss[0]);
 
   // The result is an ordinary GGUF for the engine, with the chat template.
@@ -113,48 +115,44 @@ TEST(Train, ShortRunLowersLossAndTheModelRuns) {
   EXPECT_EQ(train_model(o).status().code(), Code::kInvalidArgument);
 }
 
-// edgellm's own graph trains every weight: a small model memorises a small corpus, and
-// llama.cpp's inference on the saved GGUF gives back the memorised answers (so the training
-// graph and llama.cpp's llama architecture compute the same function). Through llama_opt the
-// same run stays near the unigram level (attn_k/attn_v get no gradient).
-TEST(Train, DirectGraphMemorisesAndLlamaCppReproducesIt) {
-  const std::string dir = testutil::scratch_dir("train_memorise");
+// edgellm's own graph trains every weight and computes what llama.cpp computes: the loss
+// the training graph reports on a training window equals llama.cpp's inference loss on the
+// saved GGUF; and the same run through llama_opt (whose attn_k/attn_v get no gradient) learns
+// far less.
+TEST(Train, DirectGraphMatchesLlamaCppAndBeatsLlamaOpt) {
+  const std::string dir = testutil::scratch_dir("train_direct");
   TrainOptions o;
-  o.output = dir + "/mem.gguf";
+  o.output = dir + "/direct.gguf";
   o.n_vocab = 768;
   o.n_embd = 128;
   o.n_layer = 2;
   o.n_head = 4;
   o.n_ff = 256;
   o.items_per_task = 20;
-  o.epochs = 40;
+  o.epochs = 30;
   o.lr = 3e-3f;
-  auto r = train_model(o);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(r->epoch_train_loss.back(), 1.5) << "first epoch " << r->epoch_train_loss.front();
+  o.n_threads = 2;
+  auto direct = train_model(o);
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  ASSERT_EQ(direct->probe_tokens.size(), 257u);
 
-  auto m = Model::Load(o.output);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  SessionOptions so;
-  so.n_ctx = 256;
-  so.n_threads = 2;
-  auto s = Session::Create(**m, so);
-  ASSERT_TRUE(s.ok());
-  auto items = make_task_items("intent", Split::kTrain, 20, o.seed);
-  ASSERT_TRUE(items.ok());
-  int right = 0;
-  std::string shown;
-  for (const TaskItem& it : *items) {
-    GenerateOptions g;
-    g.temperature = 0;
-    g.max_tokens = 8;
-    g.chat = true;
-    auto out = (*s)->Generate(it.prompt, g);
-    ASSERT_TRUE(out.ok());
-    right += out->text == it.answer;
-    if (shown.size() < 300) shown += it.prompt + " => " + out->text + " | ";
-  }
-  EXPECT_GE(right, 14) << shown;  // of 20 memorised training items
+  EvalOptions eo;
+  eo.model = o.output;
+  eo.tasks.clear();
+  eo.tokens = direct->probe_tokens;
+  auto ev = evaluate_model(eo);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_EQ(ev->n_tokens, 256);
+  // llama.cpp keeps the KV cache in F16; the training graph is all F32.
+  EXPECT_NEAR(std::log(ev->perplexity), direct->probe_loss, 0.05 + 0.05 * direct->probe_loss);
+
+  o.use_llama_opt = true;
+  o.output = dir + "/llama-opt.gguf";
+  auto via_opt = train_model(o);
+  ASSERT_TRUE(via_opt.ok()) << via_opt.status().ToString();
+  EXPECT_LT(direct->epoch_train_loss.back() + 1.0, via_opt->epoch_train_loss.back())
+      << "direct " << direct->epoch_train_loss.back() << " llama_opt "
+      << via_opt->epoch_train_loss.back();
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ struct EvalOptions {
   int32_t items = 200;    // held-out items per task
   uint64_t seed = 7;      // which held-out items (all from the test split)
   int32_t n_threads = -1;
+  // When set, perplexity (and KL) are computed over these token ids instead of the held-out
+  // items' text (e.g. TrainReport::probe_tokens). Tasks may then be empty.
+  std::vector<int32_t> tokens;
   // Called after each item with (task, done, total). Return false to cancel.
   std::function<bool(const std::string& task, int32_t done, int32_t total)> on_progress;
 };

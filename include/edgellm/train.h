@@ -101,6 +101,11 @@ struct TrainReport {
   };
   std::vector<Point> curve;
   std::vector<double> epoch_train_loss, epoch_val_loss;
+  // The first training window (n_ctx + 1 tokens) and the trained graph's mean loss on it;
+  // llama.cpp's inference on the saved model gives the same loss (EvalOptions::tokens).
+  // Empty with use_llama_opt.
+  std::vector<int32_t> probe_tokens;
+  double probe_loss = 0;
 };
 
 Result<TrainReport> train_model(const TrainOptions& options);

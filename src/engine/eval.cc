@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -127,13 +129,15 @@ Result<EvalReport> evaluate_model(const EvalOptions& o) {
     sc.accuracy = sc.n ? static_cast<double>(sc.correct) / sc.n : 0;
     sc.chance = sc.n ? static_cast<double>(most) / sc.n : 0;
     rep.tasks.push_back(sc);
-    for (size_t i = 0; i < items->size() && i < 50; ++i) text += chat_example((*items)[i]);
+    // In training format: each example after BOS.
+    for (size_t i = 0; i < items->size() && i < 50; ++i) text += "<s>" + chat_example((*items)[i]);
   }
   (*session).reset();
 
   // Perplexity (and KL against the reference) over the same tokens.
-  auto toks = tokenize((*model)->impl()->vocab, text, /*add_special=*/true, /*parse_special=*/true);
+  auto toks = tokenize((*model)->impl()->vocab, text, /*add_special=*/false, /*parse_special=*/true);
   if (!toks.ok()) return toks.status();
+  if (!o.tokens.empty()) toks = o.tokens;
   LogitRunner run;
   EDGELLM_RETURN_IF_ERROR(run.Init(**model, o.n_threads));
   std::unique_ptr<Model> ref_model;

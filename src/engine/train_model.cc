@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -242,7 +243,25 @@ ggml_tensor* build_forward(ggml_context* c, const TrainOptions& o,
 Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<llama_token>& toks,
                     Recorder* rec, TrainReport* report) {
   const int64_t T = o.n_ctx, V = static_cast<int64_t>(v.tokens.size());
-  const int64_t ndata = (static_cast<int64_t>(toks.size()) - 1) / T;
+  // Windows start at example starts (BOS), so examples are seen at the start of a context as
+  // every prompt is at inference; a window runs on into its last example, and the next window
+  // starts at that example.
+  std::vector<int64_t> starts;
+  {
+    std::vector<int64_t> bos;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i] == v.bos) bos.push_back(static_cast<int64_t>(i));
+    }
+    const int64_t n = static_cast<int64_t>(toks.size());
+    size_t b = 0;
+    while (b < bos.size() && bos[b] + T + 1 <= n) {
+      starts.push_back(bos[b]);
+      size_t next = b + 1;
+      while (next + 1 < bos.size() && bos[next + 1] < bos[b] + T) ++next;
+      b = next;
+    }
+  }
+  const int64_t ndata = static_cast<int64_t>(starts.size());
   if (ndata < 2) return Status::InvalidArgument("the corpus is too small for two windows");
   const int64_t split = std::max<int64_t>(1, static_cast<int64_t>(ndata * (1.0f - o.val_split)));
   report->n_train_tokens = split * T;
@@ -327,7 +346,7 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   std::vector<float> onehot(static_cast<size_t>(V * T));
   auto run = [&](int64_t window, bool train, ggml_opt_result_t result) {
     ggml_opt_alloc(opt, train);
-    const llama_token* src = toks.data() + window * T;
+    const llama_token* src = toks.data() + starts[static_cast<size_t>(window)];
     ggml_backend_tensor_set(ggml_opt_inputs(opt), src, 0, static_cast<size_t>(T) * sizeof(int32_t));
     std::fill(onehot.begin(), onehot.end(), 0.0f);
     for (int64_t t = 0; t < T; ++t) onehot[static_cast<size_t>(t * V + src[t + 1])] = 1.0f;
@@ -360,6 +379,16 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
     ggml_opt_result_reset(rt);
     ggml_opt_result_reset(re);
     if (rec->stop.load()) st = Status::Cancelled("training cancelled");
+  }
+  if (st.ok()) {
+    // A probe for consistency checks: the first training window and this graph's loss on it,
+    // which llama.cpp's inference on the saved file must reproduce (eval with tokens).
+    ggml_opt_result_reset(re);
+    run(0, false, re);
+    double l = 0, u = 0;
+    ggml_opt_result_loss(re, &l, &u);
+    report->probe_loss = l;
+    report->probe_tokens.assign(toks.begin() + starts[0], toks.begin() + starts[0] + T + 1);
   }
   ggml_opt_result_free(rt);
   ggml_opt_result_free(re);
@@ -498,7 +527,7 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   const llama_vocab* lv = llama_model_get_vocab(model);
   std::vector<llama_token> toks(text.size() + 16);
   int32_t nt = llama_tokenize(lv, text.data(), static_cast<int32_t>(text.size()), toks.data(),
-                              static_cast<int32_t>(toks.size()), true, true);
+                              static_cast<int32_t>(toks.size()), false, true);
   if (nt < 0) return Status::Internal("tokenizing the corpus failed");
   toks.resize(static_cast<size_t>(nt));
   const int64_t ndata = (static_cast<int64_t>(toks.size()) - 1) / n_ctx;
