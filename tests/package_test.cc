@@ -482,26 +482,8 @@ TEST_F(PackageTest, QuantizeErrorsLeaveNoOutput) {
   EXPECT_TRUE(no_partials(dir_));
 }
 
-struct CliRun {
-  int rc;
-  std::string out, err;
-};
-
-CliRun Cli(const std::string& args) {
-  const std::string err_path =
-      testutil::fixture_dir() + "/pkg-stderr-" + std::to_string(::getpid());
-  const std::string cmd = std::string(EDGELLM_CLI) + " " + args + " 2>" + err_path;
-  CliRun r{};
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = testutil::read_file(err_path);
-  std::remove(err_path.c_str());
-  return r;
-}
+using testutil::CliRun;
+CliRun Cli(const std::string& args) { return testutil::run_cli(args); }
 
 TEST_F(PackageTest, Cli) {
   const std::string out = dir_ + "/pkg-cli";

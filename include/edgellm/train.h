@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "edgellm/status.h"
@@ -63,13 +64,27 @@ Result<Vocab> learn_vocab(const std::string& text, const VocabOptions& options);
 struct TrainOptions {
   std::string output;          // the trained model (F32 GGUF); required. Written atomically.
   // Shape: a llama-architecture model (RMSNorm, RoPE, SwiGLU, tied embeddings).
-  int32_t n_vocab = 2048, n_embd = 192, n_layer = 4, n_head = 4, n_ff = 512;
+  // The default widths are multiples of 256, the block size of llama.cpp's K-quants, so
+  // every matrix can take Q4_K_M, Q6_K, ... without a fallback type.
+  int32_t n_vocab = 2048, n_embd = 256, n_layer = 4, n_head = 4, n_ff = 512;
   int32_t n_ctx = 256;  // the training window, rounded up to a multiple of 256
-  int32_t items_per_task = 6000;  // train-split items of each task (chat: its fixed turns,
-                                  // repeated items_per_task / 20 times)
+  int32_t items_per_task = 6000;  // train-split items of each task, scaled by task_mix
+                                  // (chat: its fixed turns, repeated items_per_task / 20 times)
+  // Share of items_per_task per task (tasks not named: 1). The default favours what a small
+  // model finds hard (arithmetic, copying) over intents, which it learns from few items.
+  std::vector<std::pair<std::string, float>> task_mix = {
+      {"intent", 0.3f}, {"extract", 1.5f}, {"math", 2.0f}, {"code", 1.5f}};
   int32_t epochs = 3;
   float lr = 2e-3f;            // AdamW peak learning rate, cosine-decayed to lr / 20
   float weight_decay = 0.0f;
+  // Loss weight of tokens outside the answers (the user's prompt and the chat template), with
+  // answers (the assistant's text and its <|im_end|>) at 1. Prompts are templated text full of
+  // random names and numbers the model cannot predict; weighting them down spends the model's
+  // capacity on answering (as supervised fine-tuning masks prompts), while a little weight
+  // keeps it a language model of the prompts. 1 = plain language modelling. Default 0.1.
+  // Reported losses are means over the tokens that counted: training, answers plus the
+  // sampled prompt tokens; validation, answers only (every token at weight 1).
+  float prompt_loss_weight = 0.1f;
   float val_split = 0.05f;     // the last share of the windows, evaluated after each epoch
   uint64_t seed = 1;
   int32_t n_threads = -1;      // -1 = physical cores

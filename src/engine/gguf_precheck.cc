@@ -4,14 +4,11 @@
 #include "edgellm/gguf_check.h"
 #include "engine/llama_glue.h"
 #include "engine/model_impl.h"
+#include "engine/ggml_ptr.h"
 #include "gguf.h"
 
 namespace edgellm {
 namespace {
-
-struct GgufFree {
-  void operator()(gguf_context* g) const { gguf_free(g); }
-};
 
 }  // namespace
 

@@ -15,18 +15,13 @@
 #include "engine/llama_glue.h"
 #include "engine/lora_impl.h"
 #include "engine/model_impl.h"
+#include "engine/ggml_ptr.h"
+#include "core/rng.h"
 #include "ggml.h"
 #include "gguf.h"
 
 namespace edgellm {
 namespace {
-
-struct GgufFree {
-  void operator()(gguf_context* g) const { gguf_free(g); }
-};
-struct GgmlFree {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
@@ -177,14 +172,9 @@ Status synth_lora(const SynthLoraOptions& o) {
   for (size_t i = 0; ok && i < tensors.size(); ++i) {
     const int64_t n = ggml_nelements(tensors[i]);
     vals.resize(static_cast<size_t>(n));
-    uint64_t s = o.seed * 0x9E3779B97F4A7C15ull + i * 0xD1B54A32D192ED03ull;
+    SplitMix64 rng{o.seed * 0x9E3779B97F4A7C15ull + i * 0xD1B54A32D192ED03ull};
     for (int64_t k = 0; k < n; ++k) {
-      uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      z ^= z >> 31;
-      vals[static_cast<size_t>(k)] =
-          (static_cast<float>(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f) * amp;
+      vals[static_cast<size_t>(k)] = (rng.uniform() * 2.0f - 1.0f) * amp;
     }
     const size_t nbytes = ggml_nbytes(tensors[i]);
     ok = std::fwrite(vals.data(), 1, nbytes, f) == nbytes;

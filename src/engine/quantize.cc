@@ -23,6 +23,7 @@
 #include "edgellm/gguf_check.h"
 #include "edgellm/package.h"
 #include "engine/llama_glue.h"
+#include "engine/ggml_ptr.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "llama-ext.h"
@@ -34,13 +35,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kKeyFormat = "edgellm.format_version";
 constexpr const char* kKeyToolchain = "edgellm.toolchain";
-
-struct GgufDeleter {
-  void operator()(gguf_context* g) const { gguf_free(g); }
-};
-struct GgmlDeleter {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
 
 // One imatrix entry: mean squared activation per input column of a weight, as
 // llama_model_quantize wants it (already divided by the number of calls).
@@ -61,8 +55,8 @@ Status read_imatrix_gguf(const std::string& path, std::vector<ImatrixEntry>* out
   if (!check.ok()) return imatrix_error(path, check.status.message());
   ggml_context* raw = nullptr;
   gguf_init_params p{/*no_alloc=*/false, &raw};
-  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), p));
-  std::unique_ptr<ggml_context, GgmlDeleter> ctx(raw);
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), p));
+  std::unique_ptr<ggml_context, GgmlFree> ctx(raw);
   if (!g || !ctx) return imatrix_error(path, "ggml cannot read it");
   const std::string kSums = ".in_sum2", kCounts = ".counts";
   for (ggml_tensor* t = ggml_get_first_tensor(ctx.get()); t;
@@ -167,8 +161,8 @@ Result<std::vector<ImatrixEntry>> read_imatrix(const std::string& path) {
 uint64_t estimate_output_bytes(const std::string& input, llama_ftype ftype) {
   ggml_context* raw = nullptr;
   gguf_init_params p{/*no_alloc=*/true, &raw};
-  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(input.c_str(), p));
-  std::unique_ptr<ggml_context, GgmlDeleter> ctx(raw);
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(input.c_str(), p));
+  std::unique_ptr<ggml_context, GgmlFree> ctx(raw);
   if (!g || !ctx) return 0;
   const ggml_type target = llama_ftype_get_default_type(ftype);
   const bool quantized = target != GGML_TYPE_COUNT && target != GGML_TYPE_F32 &&
@@ -316,7 +310,7 @@ Result<FormatStamp> read_format_stamp(const std::string& path) {
   const GgufCheckResult check = check_gguf_file(path);
   if (!check.ok()) return check.status;
   gguf_init_params p{/*no_alloc=*/true, /*ctx=*/nullptr};
-  std::unique_ptr<gguf_context, GgufDeleter> g(gguf_init_from_file(path.c_str(), p));
+  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), p));
   if (!g) return Status::CorruptData("cannot read the GGUF metadata of " + path);
   FormatStamp s;
   const int64_t fmt = gguf_find_key(g.get(), kKeyFormat);

@@ -14,6 +14,8 @@
 #include "core/sys.h"
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
+#include "engine/ggml_ptr.h"
+#include "core/rng.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "llama-ext.h"
@@ -21,12 +23,6 @@
 namespace edgellm {
 namespace {
 
-struct GgufFree {
-  void operator()(gguf_context* g) const { gguf_free(g); }
-};
-struct GgmlFree {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
 struct FileClose {
   void operator()(FILE* f) const { std::fclose(f); }
 };
@@ -35,16 +31,7 @@ using GgufPtr = std::unique_ptr<gguf_context, GgufFree>;
 constexpr int32_t kTokenTypeUnused = 5;  // llama_token_type LLAMA_TOKEN_TYPE_UNUSED
 
 // splitmix64: a fast, well-mixed generator; one stream per tensor keeps output stable.
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
-};
+using Rng = SplitMix64;
 
 uint64_t hash_name(const char* s, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;

@@ -16,6 +16,7 @@
 #include "edgellm/session.h"
 #include "edgellm/train.h"
 #include "engine/llama_glue.h"
+#include "engine/ggml_ptr.h"
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml-opt.h"
@@ -26,13 +27,6 @@ namespace edgellm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct GgufFree {
-  void operator()(gguf_context* g) const { gguf_free(g); }
-};
-struct GgmlFree {
-  void operator()(ggml_context* c) const { ggml_free(c); }
-};
 
 const char* kChatTemplate =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
@@ -106,11 +100,11 @@ void set_metadata(gguf_context* g, const TrainOptions& o, const Vocab& v) {
 // Writes the untrained model for the llama_opt path.
 Status write_initial(const TrainOptions& o, const Vocab& v, const std::string& path,
                      uint64_t* n_params) {
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
+  GgufPtr g(gguf_init_empty());
   set_metadata(g.get(), o, v);
   const std::vector<Spec> specs = model_specs(o, static_cast<int64_t>(v.tokens.size()));
   ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, true};
-  std::unique_ptr<ggml_context, GgmlFree> ctx(ggml_init(ip));
+  GgmlPtr ctx(ggml_init(ip));
   std::vector<ggml_tensor*> ts;
   *n_params = 0;
   for (const Spec& s : specs) {
@@ -174,13 +168,9 @@ ggml_opt_optimizer_params lr_schedule(void* ud) {
   return p;
 }
 
-void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt_result_t result,
-                    int64_t ibatch, int64_t ibatch_max, int64_t) {
-  Recorder* r = g_recorder.load();
-  if (!r || !train) return;
+// Records the curve and reports progress; `loss` is the epoch's mean training loss so far.
+void report_batch(Recorder* r, int64_t ibatch, int64_t ibatch_max, double loss) {
   r->opt_steps = r->epoch * r->steps_per_epoch + ibatch;  // drives the learning-rate schedule
-  double loss = 0, unc = 0;
-  ggml_opt_result_loss(result, &loss, &unc);
   const int every = std::max(1, r->o->report_every);
   if (ibatch % every != 0 && ibatch != ibatch_max) return;
   const double sum = loss * static_cast<double>(ibatch);
@@ -197,6 +187,15 @@ void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt
       r->stop.store(true);
     }
   }
+}
+
+void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt_result_t result,
+                    int64_t ibatch, int64_t ibatch_max, int64_t) {
+  Recorder* r = g_recorder.load();
+  if (!r || !train) return;
+  double loss = 0, unc = 0;
+  ggml_opt_result_loss(result, &loss, &unc);
+  report_batch(r, ibatch, ibatch_max, loss);
 }
 
 // The training forward graph, built with ggml directly: the same computation as llama.cpp's
@@ -263,6 +262,35 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   }
   const int64_t ndata = static_cast<int64_t>(starts.size());
   if (ndata < 2) return Status::InvalidArgument("the corpus is too small for two windows");
+  // Which tokens are answers (after the second <|im_start|> of an example and its role line,
+  // through <|im_end|>). As targets, answers always count; any other token counts with
+  // probability prompt_loss_weight, drawn per window and position (see the mask below).
+  std::vector<uint8_t> answer_tok(toks.size(), 0);
+  {
+    int32_t newline = -1;
+    for (size_t i = 0; i < v.tokens.size(); ++i) {
+      if (v.tokens[i] == "\n" || (newline < 0 && v.tokens[i] == "<0x0A>")) newline = static_cast<int32_t>(i);
+    }
+    int starts_seen = 0;
+    bool role_line = false, answer = false;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      const llama_token t = toks[i];
+      if (t == v.bos) {
+        starts_seen = 0;
+        role_line = answer = false;
+      } else if (t == v.im_start) {
+        role_line = ++starts_seen == 2;
+      } else if (role_line) {
+        if (t == newline) {
+          role_line = false;
+          answer = true;
+        }
+      } else if (answer) {
+        answer_tok[i] = 1;
+        if (t == v.im_end) answer = false;
+      }
+    }
+  }
   const int64_t split = std::max<int64_t>(1, static_cast<int64_t>(ndata * (1.0f - o.val_split)));
   report->n_train_tokens = split * T;
   rec->steps_per_epoch = split;
@@ -279,7 +307,7 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   // Weights (trainable) and positions in one backend buffer.
   const std::vector<Spec> specs = model_specs(o, V);
   ggml_init_params pp{(specs.size() + 4) * ggml_tensor_overhead(), nullptr, true};
-  std::unique_ptr<ggml_context, GgmlFree> ctx_p(ggml_init(pp));
+  GgmlPtr ctx_p(ggml_init(pp));
   std::map<std::string, ggml_tensor*> w;
   std::vector<ggml_tensor*> params;
   report->n_params = 0;
@@ -296,6 +324,13 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   ggml_tensor* tokens = ggml_new_tensor_1d(ctx_p.get(), GGML_TYPE_I32, T);
   ggml_set_name(tokens, "tokens");
   ggml_set_input(tokens);
+  // Per-position loss mask [1, T], multiplied into the logits. ggml's cross-entropy gradient
+  // is softmax - labels, right only for labels that sum to 1, so tokens are weighted by
+  // dropping them at random (keep probability = weight: the expected gradient is the weighted
+  // one): a dropped position gets logits 0 and uniform labels, so its gradient is exactly 0.
+  ggml_tensor* mask = ggml_new_tensor_2d(ctx_p.get(), GGML_TYPE_F32, 1, T);
+  ggml_set_name(mask, "loss_mask");
+  ggml_set_input(mask);
   ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx_p.get(), backend);
   if (!buf) return Status::ResourceExhausted("cannot allocate the model's weights");
   struct BufFree {
@@ -319,8 +354,8 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   ggml_init_params cp{ggml_tensor_overhead() * graph_size * 4 +
                           ggml_graph_overhead_custom(graph_size, true) * 4,
                       nullptr, true};
-  std::unique_ptr<ggml_context, GgmlFree> ctx_c(ggml_init(cp));
-  ggml_tensor* logits = build_forward(ctx_c.get(), o, w, tokens, pos);
+  GgmlPtr ctx_c(ggml_init(cp));
+  ggml_tensor* logits = ggml_mul(ctx_c.get(), build_forward(ctx_c.get(), o, w, tokens, pos), mask);
   ggml_set_name(logits, "logits");
   ggml_set_output(logits);
 
@@ -343,15 +378,38 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
     ~OptFree() { ggml_opt_free(c); }
   } opt_free{opt};
 
-  std::vector<float> onehot(static_cast<size_t>(V * T));
-  auto run = [&](int64_t window, bool train, ggml_opt_result_t result) {
+  std::vector<float> onehot(static_cast<size_t>(V * T)), keep(static_cast<size_t>(T));
+  std::mt19937_64 mask_rng(o.seed ^ 0x3A5C);
+  std::uniform_real_distribution<float> coin(0.0f, 1.0f);
+  const double log_v = std::log(static_cast<double>(V));
+  // One window; returns its mean loss over the positions kept (training: answers plus the
+  // sampled prompt positions; validation: answers only; `all` or weight 1: every position).
+  auto run = [&](int64_t window, bool train, ggml_opt_result_t result, bool all = false) -> double {
     ggml_opt_alloc(opt, train);
     const llama_token* src = toks.data() + starts[static_cast<size_t>(window)];
+    const uint8_t* ans = answer_tok.data() + starts[static_cast<size_t>(window)] + 1;
     ggml_backend_tensor_set(ggml_opt_inputs(opt), src, 0, static_cast<size_t>(T) * sizeof(int32_t));
-    std::fill(onehot.begin(), onehot.end(), 0.0f);
-    for (int64_t t = 0; t < T; ++t) onehot[static_cast<size_t>(t * V + src[t + 1])] = 1.0f;
+    int64_t kept = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      const bool k = ans[t] || all || o.prompt_loss_weight >= 1.0f ||
+                     (train && o.prompt_loss_weight > 0 && coin(mask_rng) < o.prompt_loss_weight);
+      keep[static_cast<size_t>(t)] = k ? 1.0f : 0.0f;
+      kept += k;
+      float* row = onehot.data() + t * V;
+      if (k) {
+        std::fill(row, row + V, 0.0f);
+        row[src[t + 1]] = 1.0f;
+      } else {
+        std::fill(row, row + V, 1.0f / static_cast<float>(V));
+      }
+    }
+    ggml_backend_tensor_set(mask, keep.data(), 0, keep.size() * sizeof(float));
     ggml_backend_tensor_set(ggml_opt_labels(opt), onehot.data(), 0, onehot.size() * sizeof(float));
     ggml_opt_eval(opt, result);
+    float mean = 0;
+    ggml_backend_tensor_get(ggml_opt_loss(opt), &mean, 0, sizeof(float));
+    // The mean over all T rows includes log V for each dropped row: take it out.
+    return kept ? (static_cast<double>(mean) * T - static_cast<double>(T - kept) * log_v) / kept : 0.0;
   };
   ggml_opt_result_t rt = ggml_opt_result_init();
   ggml_opt_result_t re = ggml_opt_result_init();
@@ -363,18 +421,16 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
     rec->last_ibatch = 0;
     rec->last_sum = 0;
     std::shuffle(order.begin(), order.end(), shuffle);
+    double sum_t = 0, sum_e = 0;
     for (int64_t i = 0; i < split && !rec->stop.load(); ++i) {
       rec->opt_steps = rec->epoch * split + i;
-      run(order[static_cast<size_t>(i)], true, rt);
-      on_train_batch(true, opt, nullptr, rt, i + 1, split, 0);
+      sum_t += run(order[static_cast<size_t>(i)], true, rt);
+      report_batch(rec, i + 1, split, sum_t / static_cast<double>(i + 1));
     }
-    for (int64_t i = split; i < ndata && !rec->stop.load(); ++i) run(i, false, re);
-    double lt = 0, le = 0, unc = 0;
-    ggml_opt_result_loss(rt, &lt, &unc);
-    report->epoch_train_loss.push_back(lt);
+    for (int64_t i = split; i < ndata && !rec->stop.load(); ++i) sum_e += run(i, false, re);
+    report->epoch_train_loss.push_back(sum_t / static_cast<double>(split));
     if (split < ndata) {
-      ggml_opt_result_loss(re, &le, &unc);
-      report->epoch_val_loss.push_back(le);
+      report->epoch_val_loss.push_back(sum_e / static_cast<double>(ndata - split));
     }
     ggml_opt_result_reset(rt);
     ggml_opt_result_reset(re);
@@ -383,11 +439,7 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   if (st.ok()) {
     // A probe for consistency checks: the first training window and this graph's loss on it,
     // which llama.cpp's inference on the saved file must reproduce (eval with tokens).
-    ggml_opt_result_reset(re);
-    run(0, false, re);
-    double l = 0, u = 0;
-    ggml_opt_result_loss(re, &l, &u);
-    report->probe_loss = l;
+    report->probe_loss = run(0, false, re, /*all=*/true);
     report->probe_tokens.assign(toks.begin() + starts[0], toks.begin() + starts[0] + T + 1);
   }
   ggml_opt_result_free(rt);
@@ -395,20 +447,10 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   if (!st.ok()) return st;
 
   // Save: the trained tensors under llama.cpp's names, with the vocabulary and template.
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_empty());
+  GgufPtr g(gguf_init_empty());
   set_metadata(g.get(), o, v);
   for (ggml_tensor* t : params) gguf_add_tensor(g.get(), t);
-  const std::string tmp = o.output + ".partial." + std::to_string(::getpid());
-  if (!gguf_write_to_file(g.get(), tmp.c_str(), false)) {
-    std::remove(tmp.c_str());
-    return Status::ResourceExhausted("writing " + tmp + " failed: check free disk space");
-  }
-  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::Unavailable("cannot move the model into place at " + o.output + ": " +
-                               std::strerror(errno));
-  }
-  return Status::Ok();
+  return write_gguf_atomically(g.get(), o.output, "the model");
 }
 
 }  // namespace
@@ -420,9 +462,21 @@ Result<TrainReport> train_model(const TrainOptions& o) {
     return Status::InvalidArgument("model shape out of range: n_embd 16..2048 divisible by "
                                    "n_head, 1..64 layers, n_ff >= 16, n_ctx 16..4096");
   }
+  if (!(o.prompt_loss_weight >= 0 && o.prompt_loss_weight <= 1)) {
+    return Status::InvalidArgument("the prompt loss weight must be in 0..1");
+  }
   if (o.epochs < 1 || o.epochs > 1000 || !(o.lr > 0 && o.lr < 1) ||
-      !(o.val_split >= 0 && o.val_split < 0.5f) || o.items_per_task < 1) {
+      !(o.val_split >= 0 && o.val_split < 0.5f) || o.items_per_task < 1 ||
+      std::any_of(o.task_mix.begin(), o.task_mix.end(),
+                  [](const auto& m) { return !(m.second >= 0 && m.second <= 100); })) {
     return Status::InvalidArgument("epochs 1..1000, lr in (0, 1), val_split in [0, 0.5), items >= 1");
+  }
+  for (const auto& m : o.task_mix) {
+    const auto& tasks = corpus_tasks();
+    if (std::find(tasks.begin(), tasks.end(), m.first) == tasks.end()) {
+      return Status::InvalidArgument("task mix names an unknown task '" + m.first +
+                                     "': use intent, extract, math, code or chat");
+    }
   }
   Recorder rec;
   Recorder* expected = nullptr;
@@ -441,7 +495,12 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   std::vector<std::string> examples;
   for (const std::string& task : corpus_tasks()) {
     const bool chat = task == "chat";
-    auto items = make_task_items(task, Split::kTrain, chat ? 8 : o.items_per_task, o.seed);
+    float share = 1.0f;
+    for (const auto& [name, w] : o.task_mix) {
+      if (name == task) share = w;
+    }
+    const int32_t n = chat ? 8 : std::max(0, static_cast<int32_t>(std::lround(o.items_per_task * share)));
+    auto items = make_task_items(task, Split::kTrain, n, o.seed);
     if (!items.ok()) return items.status();
     const int reps = chat ? std::max(1, o.items_per_task / 20) : 1;
     for (int r = 0; r < reps; ++r) {
@@ -577,16 +636,20 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   if (!st.ok()) return st;
 
   // 7. Save atomically.
-  const std::string tmp = o.output + suffix;
+  const std::string tmp = o.output + suffix + ".llama";
+  struct RemoveTmp {
+    std::string path;
+    ~RemoveTmp() { std::remove(path.c_str()); }
+  } remove_tmp{tmp};
   llama_model_save_to_file(model, tmp.c_str());
   // llama.cpp's saver leaves out the chat template: add it (and our record of the run).
   {
     ggml_context* data_ctx = nullptr;
     gguf_init_params gp{/*no_alloc=*/false, &data_ctx};
-    std::unique_ptr<gguf_context, GgufFree> saved(gguf_init_from_file(tmp.c_str(), gp));
-    std::unique_ptr<ggml_context, GgmlFree> data_owner(data_ctx);
+    GgufPtr saved(gguf_init_from_file(tmp.c_str(), gp));
+    GgmlPtr data_owner(data_ctx);
     if (!saved) return Status::Internal("cannot reopen the saved model " + tmp);
-    std::unique_ptr<gguf_context, GgufFree> out(gguf_init_empty());
+    GgufPtr out(gguf_init_empty());
     gguf_set_kv(out.get(), saved.get());
     gguf_set_val_str(out.get(), "tokenizer.chat_template", kChatTemplate);
     gguf_set_val_u64(out.get(), "edgellm.train.seed", o.seed);
@@ -605,15 +668,7 @@ Result<TrainReport> train_model(const TrainOptions& o) {
       if (!t) return Status::Internal("the saved model lost a tensor");
       gguf_add_tensor(out.get(), t);
     }
-    if (!gguf_write_to_file(out.get(), tmp.c_str(), false)) {
-      std::remove(tmp.c_str());
-      return Status::ResourceExhausted("writing " + tmp + " failed: check free disk space");
-    }
-  }
-  if (std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::Unavailable("cannot move the model into place at " + o.output + ": " +
-                               std::strerror(errno));
+    EDGELLM_RETURN_IF_ERROR(write_gguf_atomically(out.get(), o.output, "the model"));
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - rec.t0).count();
   return report;

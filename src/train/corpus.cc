@@ -6,25 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "edgellm/train.h"
 
 namespace edgellm {
 namespace {
 
-struct Rng {
-  uint64_t s;
-  uint64_t next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  template <typename T>
-  const T& pick(const std::vector<T>& v) {
-    return v[static_cast<size_t>(below(static_cast<int>(v.size())))];
-  }
-};
+using Rng = SplitMix64;
 
 uint64_t fnv(const std::string& s) {
   uint64_t h = 1469598103934665603ull;

@@ -31,8 +31,13 @@ std::vector<std::string> chars_of(const std::string& s) {
 }
 
 // Caps a token's length so templated text does not turn whole phrases into single tokens:
-// 3 characters when it holds Chinese (or other non-ASCII) text, 12 otherwise.
+// 3 characters when it holds Chinese (or other non-ASCII) text, 12 otherwise. A merged token
+// never holds a digit: numbers stay one token per digit, so "87+99=" is 6 tokens and the
+// model can learn arithmetic digit by digit instead of a token per number.
 bool short_enough(const std::string& token) {
+  if (std::any_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
   std::string t = token;
   if (t.rfind(kSpace, 0) == 0) t = t.substr(kSpace.size());
   const std::vector<std::string> cs = chars_of(t);

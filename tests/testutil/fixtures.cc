@@ -1,6 +1,8 @@
 #include "testutil/fixtures.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -55,6 +57,26 @@ std::string read_file(const std::string& path) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+CliRun run_cli(const std::string& args) {
+  const std::string err_path = fixture_dir() + "/cli-stderr-" + std::to_string(::getpid());
+  const std::string cmd = std::string(EDGELLM_CLI) + " " + args + " 2>" + err_path;
+  CliRun r{};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    ADD_FAILURE() << "cannot run " << cmd;
+    r.rc = -1;
+    return r;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read_file(err_path);
+  std::remove(err_path.c_str());
+  return r;
 }
 
 }  // namespace testutil

@@ -17,4 +17,12 @@ std::string read_file(const std::string& path);
 std::string vocab_path();
 std::string fixture_dir();
 
+// Runs the edgellm CLI binary with `args` (shell syntax) and collects its exit code, stdout
+// and stderr.
+struct CliRun {
+  int rc;
+  std::string out, err;
+};
+CliRun run_cli(const std::string& args);
+
 }  // namespace testutil

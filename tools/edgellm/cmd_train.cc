@@ -1,6 +1,8 @@
 // edgellm train -o MODEL.gguf [--record RUN.json] [shape and schedule flags]: trains edgellm's
 // own small bilingual model on the generated multi-task corpus (see include/edgellm/train.h).
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "common.h"
@@ -17,20 +19,43 @@ Action add_train(CLI::App& app) {
   cmd->add_option("-o,--output", o.output, "Trained model (F32 GGUF)")->required();
   cmd->add_option("--record", record, "Write the run's record (loss curve, losses, timing) as JSON");
   cmd->add_option("--vocab-size", o.n_vocab, "Vocabulary size (default 2048)")->check(CLI::Range(512, 65536));
-  cmd->add_option("--embd", o.n_embd, "Embedding width (default 192)");
+  cmd->add_option("--embd", o.n_embd, "Embedding width (default 256)");
   cmd->add_option("--layers", o.n_layer, "Layers (default 4)");
   cmd->add_option("--heads", o.n_head, "Attention heads (default 4)");
   cmd->add_option("--ff", o.n_ff, "Feed-forward width (default 512)");
   cmd->add_option("--ctx", o.n_ctx, "Training window in tokens, a multiple of 256 (default 256)");
-  cmd->add_option("--items", o.items_per_task, "Training items per task (default 6000)");
+  cmd->add_option("--items", o.items_per_task, "Training items per task, before --mix (default 6000)");
+  static std::string mix;
+  cmd->add_option("--mix", mix,
+                  "Task shares of --items, e.g. intent=0.3,extract=1.5,math=2,code=1.5 (the default)");
   cmd->add_option("--epochs", o.epochs, "Epochs (default 3)");
   cmd->add_option("--lr", o.lr, "Peak AdamW learning rate (default 2e-3)");
+  cmd->add_option("--prompt-weight", o.prompt_loss_weight,
+                  "Loss weight of prompt tokens, answers at 1 (default 0.1; 1 = plain LM)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", o.seed, "Seed for corpus, weights and shuffling (default 1)");
   cmd->add_option("--threads", o.n_threads, "Threads (default: physical cores)");
   cmd->add_flag("--llama-opt", o.use_llama_opt,
                 "Train through llama_opt_epoch (does not train attn_k/attn_v; see docs/training.md)");
   cmd->add_flag("--json", json, "Print the record as JSON on stdout at the end");
   return [] {
+    if (!mix.empty()) {
+      o.task_mix.clear();
+      size_t start = 0;
+      while (start <= mix.size()) {
+        const size_t end = std::min(mix.find(',', start), mix.size());
+        const std::string part = mix.substr(start, end - start);
+        const size_t eq = part.find('=');
+        char* rest = nullptr;
+        const float w = eq == std::string::npos ? -1 : std::strtof(part.c_str() + eq + 1, &rest);
+        if (eq == std::string::npos || eq == 0 || !rest || *rest != 0 || !(w >= 0 && w <= 100)) {
+          return fail(edgellm::Status::InvalidArgument(
+              "--mix: '" + part + "' is not TASK=SHARE with a share in 0..100 (e.g. math=2)"));
+        }
+        o.task_mix.push_back({part.substr(0, eq), w});
+        start = end + 1;
+      }
+    }
     o.on_progress = [](const edgellm::TrainOptions::Progress& p) {
       std::fprintf(stderr, "\r[train] epoch %d/%d step %lld/%lld loss %.4f lr %.2e %.0f s   ",
                    p.epoch, p.epochs, static_cast<long long>(p.step),
@@ -49,6 +74,8 @@ Action add_train(CLI::App& app) {
                         {"n_ff", o.n_ff},
                         {"n_ctx", o.n_ctx},
                         {"items_per_task", o.items_per_task},
+                        {"task_mix", o.task_mix},
+                        {"prompt_loss_weight", o.prompt_loss_weight},
                         {"epochs", o.epochs},
                         {"lr", o.lr},
                         {"seed", o.seed},

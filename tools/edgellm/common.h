@@ -31,6 +31,10 @@ Action add_serve_llm(CLI::App& app);
 // train (edgellm's own model)
 Action add_train(CLI::App& app);
 Action add_eval(CLI::App& app);
+// imatrix, quant-study, advise (quantization measured per task)
+Action add_imatrix(CLI::App& app);
+Action add_quant_study(CLI::App& app);
+Action add_advise(CLI::App& app);
 
 // "8G", "6GB", "12GiB", "512M", "1024" (bytes) -> bytes. kInvalidArgument otherwise.
 edgellm::Result<uint64_t> parse_size(const std::string& text);

@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   cli::Action serve_llm = cli::add_serve_llm(app);
   cli::Action train = cli::add_train(app);
   cli::Action eval = cli::add_eval(app);
+  cli::Action imatrix = cli::add_imatrix(app);
+  cli::Action quant_study = cli::add_quant_study(app);
+  cli::Action advise = cli::add_advise(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,5 +49,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("serve")) return serve_llm();
   if (app.got_subcommand("train")) return train();
   if (app.got_subcommand("eval")) return eval();
+  if (app.got_subcommand("imatrix")) return imatrix();
+  if (app.got_subcommand("quant-study")) return quant_study();
+  if (app.got_subcommand("advise")) return advise();
   return 2;
 }
