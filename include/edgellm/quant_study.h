@@ -58,6 +58,7 @@ struct QuantVariant {
   double bits_per_weight = 0;  // tensor data bits / parameters
   double decode_tps = 0;
   EvalReport eval;       // accuracy per task, perplexity; KL against the original
+  std::string name() const { return imatrix ? type + "+imatrix" : type; }  // "Q4_K_M+imatrix"
 };
 
 struct QuantStudy {

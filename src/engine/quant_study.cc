@@ -110,10 +110,6 @@ Status write_imatrix(const Collector& c, const std::string& path, int32_t n_chun
   return write_gguf_atomically(g.get(), path, "the imatrix");
 }
 
-std::string variant_name(const std::string& type, bool imatrix) {
-  return imatrix ? type + "+imatrix" : type;
-}
-
 // Best of three greedy runs of `tokens` tokens, EOS ignored: decode steps per second.
 Result<double> decode_speed(const std::string& path, int32_t tokens, int32_t threads) {
   auto model = Model::Load(path);
@@ -164,10 +160,8 @@ Status compute_imatrix(const ImatrixOptions& o) {
 
   Collector col;
   constexpr int32_t kWindow = 256;
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = cp.n_batch = cp.n_ubatch = kWindow;
-  if (o.n_threads > 0) cp.n_threads = cp.n_threads_batch = o.n_threads;
-  cp.no_perf = true;
+  // The same context a Session makes: only the last token's logits (none are needed here).
+  llama_context_params cp = engine::context_params(kWindow, kWindow, o.n_threads, GGML_TYPE_F16);
   cp.cb_eval = collect_activations;
   cp.cb_eval_user_data = &col;
   llama_context* ctx = llama_init_from_model((*model)->impl()->model, cp);
@@ -180,19 +174,9 @@ Status compute_imatrix(const ImatrixOptions& o) {
   const int32_t total = (n + kWindow - 1) / kWindow;
   int32_t done = 0;
   for (int32_t start = 0; start < n; start += kWindow, ++done) {
-    const int32_t len = std::min(kWindow, n - start);
-    llama_memory_clear(llama_get_memory(ctx), true);
-    llama_batch b = llama_batch_init(len, 0, 1);
-    for (int32_t i = 0; i < len; ++i) {
-      b.token[i] = (*toks)[static_cast<size_t>(start + i)];
-      b.pos[i] = i;
-      b.n_seq_id[i] = 1;
-      b.seq_id[i][0] = 0;
-      b.logits[i] = i + 1 == len;
-    }
-    b.n_tokens = len;
-    const int rc = llama_decode(ctx, b);
-    llama_batch_free(b);
+    llama_memory_clear(llama_get_memory(ctx), true);  // each window from position 0
+    const int rc = llama_decode(
+        ctx, llama_batch_get_one(toks->data() + start, std::min(kWindow, n - start)));
     if (rc != 0 || !col.error.empty()) {
       return Status::Internal("the imatrix run failed at window " + std::to_string(done) +
                               (col.error.empty() ? "" : ": " + col.error));
@@ -224,7 +208,7 @@ Result<QuantStudy> run_quant_study(const QuantStudyOptions& o) {
   study.model = o.model;
 
   auto measure = [&](QuantVariant v, bool reference) -> Status {
-    const std::string name = variant_name(v.type, v.imatrix);
+    const std::string name = v.name();
     LoadOptions lo;
     lo.metadata_only = true;
     auto m = Model::Load(v.path, lo);
@@ -286,11 +270,11 @@ Result<QuantStudy> run_quant_study(const QuantStudyOptions& o) {
       if ((im && !o.imatrix) || (!im && !o.plain)) continue;
       // F16/F32/BF16 and Q8_0 do not use an importance matrix: the variant would be identical.
       if (im && (type == "F16" || type == "F32" || type == "BF16" || type == "Q8_0")) continue;
-      const std::string name = variant_name(type, im);
-      stage("quantize " + name);
       QuantVariant v;
       v.type = type;
       v.imatrix = im;
+      const std::string name = v.name();
+      stage("quantize " + name);
       v.path = o.work_dir + "/" + stem + "-" + type + (im ? "-imatrix" : "") + ".gguf";
       QuantizeOptions q;
       q.input = o.model;
@@ -363,7 +347,7 @@ Result<QuantPick> advise_quantization(const QuantStudy& study, const std::string
   std::snprintf(buf, sizeof(buf),
                 "%s is the smallest variant within %.1f points on %s: %.1f%% vs %.1f%% for %s, "
                 "%.2f of its size",
-                variant_name(best->type, best->imatrix).c_str(), max_drop * 100, task.c_str(),
+                best->name().c_str(), max_drop * 100, task.c_str(),
                 accuracy(*best)->accuracy * 100, rs->accuracy * 100, ref.type.c_str(),
                 ref.file_bytes ? static_cast<double>(best->file_bytes) / ref.file_bytes : 0.0);
   a.reason = buf;

@@ -170,7 +170,6 @@ ggml_opt_optimizer_params lr_schedule(void* ud) {
 
 // Records the curve and reports progress; `loss` is the epoch's mean training loss so far.
 void report_batch(Recorder* r, int64_t ibatch, int64_t ibatch_max, double loss) {
-  r->opt_steps = r->epoch * r->steps_per_epoch + ibatch;  // drives the learning-rate schedule
   const int every = std::max(1, r->o->report_every);
   if (ibatch % every != 0 && ibatch != ibatch_max) return;
   const double sum = loss * static_cast<double>(ibatch);
@@ -193,6 +192,7 @@ void on_train_batch(bool train, ggml_opt_context_t, ggml_opt_dataset_t, ggml_opt
                     int64_t ibatch, int64_t ibatch_max, int64_t) {
   Recorder* r = g_recorder.load();
   if (!r || !train) return;
+  r->opt_steps = r->epoch * r->steps_per_epoch + ibatch;  // drives the learning-rate schedule
   double loss = 0, unc = 0;
   ggml_opt_result_loss(result, &loss, &unc);
   report_batch(r, ibatch, ibatch_max, loss);

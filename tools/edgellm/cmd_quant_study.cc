@@ -26,10 +26,6 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-std::string variant_name(const edgellm::QuantVariant& v) {
-  return v.imatrix ? v.type + "+imatrix" : v.type;
-}
-
 nlohmann::json study_json(const edgellm::QuantStudy& s) {
   nlohmann::json j = {{"model", s.model}, {"seconds", s.seconds}};
   j["variants"] = nlohmann::json::array();
@@ -41,7 +37,7 @@ nlohmann::json study_json(const edgellm::QuantStudy& s) {
     }
     j["variants"].push_back({{"type", v.type},
                              {"imatrix", v.imatrix},
-                             {"name", variant_name(v)},
+                             {"name", v.name()},
                              {"path", v.path},
                              {"file_bytes", v.file_bytes},
                              {"bits_per_weight", v.bits_per_weight},
@@ -104,7 +100,7 @@ void print_table(const edgellm::QuantStudy& s) {
   for (const auto& t : tasks) std::printf(" %8s", t.task.c_str());
   std::printf(" %8s %9s\n", "ppl", "KL");
   for (const auto& v : s.variants) {
-    std::printf("%-16s %10s %6.2f %9.1f", variant_name(v).c_str(), human_bytes(v.file_bytes).c_str(),
+    std::printf("%-16s %10s %6.2f %9.1f", v.name().c_str(), human_bytes(v.file_bytes).c_str(),
                 v.bits_per_weight, v.decode_tps);
     for (const auto& t : v.eval.tasks) std::printf(" %7.1f%%", 100 * t.accuracy);
     std::printf(" %8.3f ", v.eval.perplexity);
@@ -263,7 +259,7 @@ Action add_advise(CLI::App& app) {
                         {"task", task},
                         {"max_drop", *drop},
                         {"found", a->found},
-                        {"pick", variant_name(a->pick)},
+                        {"pick", a->pick.name()},
                         {"type", a->pick.type},
                         {"imatrix", a->pick.imatrix},
                         {"file_bytes", a->pick.file_bytes},
@@ -277,7 +273,7 @@ Action add_advise(CLI::App& app) {
       for (const auto& t : v.eval.tasks) {
         if (t.task == task) va = t.accuracy;
       }
-      all.push_back({{"name", variant_name(v)}, {"file_bytes", v.file_bytes}, {"accuracy", va}});
+      all.push_back({{"name", v.name()}, {"file_bytes", v.file_bytes}, {"accuracy", va}});
     }
     j["measured"] = all;
     if (json) {
