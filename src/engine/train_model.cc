@@ -535,13 +535,26 @@ Result<TrainReport> train_model(const TrainOptions& o) {
     vp.vocab_only = true;
     llama_model* vm = llama_model_load_from_file(init_path.c_str(), vp);
     if (!vm) return Status::Internal("cannot load the new vocabulary: " + engine::take_llama_errors());
-    std::vector<llama_token> toks(text.size() + 16);
-    const int32_t nt = llama_tokenize(llama_model_get_vocab(vm), text.data(),
-                                      static_cast<int32_t>(text.size()), toks.data(),
-                                      static_cast<int32_t>(toks.size()), false, true);
+    // Example by example: llama.cpp's special-token split copies the rest of the text at each
+    // special token, quadratic in one multi-megabyte string (minutes); each example starts with
+    // BOS, so the pieces tokenize exactly as the whole text would.
+    std::vector<llama_token> toks;
+    std::vector<llama_token> buf;
+    bool failed = false;
+    for (const std::string& e : examples) {
+      const std::string piece = "<s>" + e;
+      buf.resize(piece.size() + 16);
+      const int32_t nt = llama_tokenize(llama_model_get_vocab(vm), piece.data(),
+                                        static_cast<int32_t>(piece.size()), buf.data(),
+                                        static_cast<int32_t>(buf.size()), false, true);
+      if (nt < 0) {
+        failed = true;
+        break;
+      }
+      toks.insert(toks.end(), buf.begin(), buf.begin() + nt);
+    }
     llama_model_free(vm);
-    if (nt < 0) return Status::Internal("tokenizing the corpus failed");
-    toks.resize(static_cast<size_t>(nt));
+    if (failed) return Status::Internal("tokenizing the corpus failed");
     EDGELLM_RETURN_IF_ERROR(train_direct(o, *vocab, toks, &rec, &report));
     report.seconds = std::chrono::duration<double>(Clock::now() - rec.t0).count();
     return report;

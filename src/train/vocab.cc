@@ -82,7 +82,13 @@ Result<Vocab> learn_vocab(const std::string& text, const VocabOptions& o) {
     word.clear();
   };
   for (const std::string& ch : chars_of(plain)) {
-    if (ch == "\n") {
+    if (ch.size() == 1 && ch[0] >= '0' && ch[0] <= '9') {
+      // No merge holds a digit (short_enough), so a digit ends a word as far as merges go.
+      // Splitting there gives the same merges and far fewer distinct words to recount (the
+      // corpus holds thousands of distinct numbers).
+      flush();
+      ++word_count[ch];
+    } else if (ch == "\n") {
       flush();
       ++word_count["\n"];
     } else if (ch == " ") {
