@@ -453,6 +453,11 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   return write_gguf_atomically(g.get(), o.output, "the model");
 }
 
+struct ModelFree {
+  llama_model* m;
+  ~ModelFree() { llama_model_free(m); }
+};
+
 }  // namespace
 
 Result<TrainReport> train_model(const TrainOptions& o) {
@@ -538,23 +543,17 @@ Result<TrainReport> train_model(const TrainOptions& o) {
     // Example by example: llama.cpp's special-token split copies the rest of the text at each
     // special token, quadratic in one multi-megabyte string (minutes); each example starts with
     // BOS, so the pieces tokenize exactly as the whole text would.
-    std::vector<llama_token> toks;
-    std::vector<llama_token> buf;
-    bool failed = false;
+    ModelFree vm_free{vm};
+    std::vector<llama_token> toks, buf;
     for (const std::string& e : examples) {
       const std::string piece = "<s>" + e;
       buf.resize(piece.size() + 16);
       const int32_t nt = llama_tokenize(llama_model_get_vocab(vm), piece.data(),
                                         static_cast<int32_t>(piece.size()), buf.data(),
                                         static_cast<int32_t>(buf.size()), false, true);
-      if (nt < 0) {
-        failed = true;
-        break;
-      }
+      if (nt < 0) return Status::Internal("tokenizing the corpus failed");
       toks.insert(toks.end(), buf.begin(), buf.begin() + nt);
     }
-    llama_model_free(vm);
-    if (failed) return Status::Internal("tokenizing the corpus failed");
     EDGELLM_RETURN_IF_ERROR(train_direct(o, *vocab, toks, &rec, &report));
     report.seconds = std::chrono::duration<double>(Clock::now() - rec.t0).count();
     return report;
@@ -568,10 +567,7 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   mp.load_mode = LLAMA_LOAD_MODE_NONE;  // writable weights, as llama.cpp's finetune example
   llama_model* model = llama_model_load_from_file(init_path.c_str(), mp);
   if (!model) return Status::Internal("cannot load the initial model: " + engine::take_llama_errors());
-  struct ModelFree {
-    llama_model* m;
-    ~ModelFree() { llama_model_free(m); }
-  } model_free{model};
+  ModelFree model_free{model};
   const int32_t threads = o.n_threads > 0 ? o.n_threads : physical_cores();
   // One window = one micro-batch = one optimizer step. llama.cpp pads contexts to a multiple
   // of 256, so the window is rounded up to one.
