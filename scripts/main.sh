@@ -17,7 +17,8 @@ fi
 if [ $# -gt 0 ]; then
   prompts=("$1")
 else
-  prompts=("用一句话介绍端侧大模型。" "Say it in English." "意图：明天上海会下雨吗" "city: Wang Fang flies to Chengdu on Friday.")
+  prompts=("用一句话介绍端侧大模型。" "Say it in English." "意图：明天上海会下雨吗"
+           "city: Wang Fang flies to Chengdu on Friday." "87加99等于多少？")
 fi
 for p in "${prompts[@]}"; do
   printf '\n==> edgellm run -m %s --chat -p "%s"\n' "$model" "$p" >&2

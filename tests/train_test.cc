@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "edgellm/edgellm.h"
 #include "edgellm/eval.h"
@@ -33,15 +36,66 @@ TEST(Corpus, DeterministicAndHeldOutNeverInTraining) {
     for (const TaskItem& it : *c) train_prompts.insert(it.prompt);
     for (const TaskItem& it : *test) EXPECT_EQ(train_prompts.count(it.prompt), 0u) << it.prompt;
   }
-  auto math = make_task_items("math", Split::kTest, 50, 7);
-  for (const TaskItem& it : *math) {  // answers are right
+  // Answers are right: column steps, each a true fact about the right digits, then the result.
+  auto math = make_task_items("math", Split::kTest, 200, 7);
+  int checked = 0;
+  for (const TaskItem& it : *math) {
     int a = 0, b = 0;
     char op = 0;
-    if (std::sscanf(it.prompt.c_str(), "%d%c%d=", &a, &op, &b) == 3 && it.prompt.back() == '=') {
-      const int want = op == '+' ? a + b : op == '-' ? a - b : a * b;
-      EXPECT_EQ(it.answer, std::to_string(want)) << it.prompt;
+    if (std::sscanf(it.prompt.c_str(), "%d%c%d=", &a, &op, &b) != 3 || it.prompt.back() != '=') continue;
+    ++checked;
+    const int want = op == '+' ? a + b : op == '-' ? a - b : a * b;
+    const size_t semi = it.answer.rfind(';');
+    ASSERT_NE(semi, std::string::npos) << it.answer;
+    EXPECT_EQ(it.answer.substr(semi + 1), std::to_string(want)) << it.prompt;
+    std::vector<std::vector<int>> steps;  // each step's operands, then its stated value
+    size_t start = 0;
+    while (start < semi) {
+      const size_t end = std::min(it.answer.find(',', start), semi);
+      const std::string step = it.answer.substr(start, end - start);
+      const size_t eq = step.find('=');
+      ASSERT_NE(eq, std::string::npos) << step;
+      std::vector<int> v;
+      int value = 0, sign = 1;
+      size_t p = 0;
+      const bool times = step.find('*') != std::string::npos;
+      int acc = times ? 1 : 0;
+      while (p < eq) {  // single operator kind per step: +/- or one *
+        size_t used = 0;
+        const int x = std::stoi(step.substr(p, eq - p), &used);
+        v.push_back(x);
+        acc = times ? acc * x : acc + sign * x;
+        p += used;
+        if (p < eq) sign = step[p++] == '-' ? -1 : 1;
+      }
+      value = std::stoi(step.substr(eq + 1));
+      EXPECT_EQ(acc, value) << step;
+      v.push_back(value);
+      steps.push_back(v);
+      start = end + 1;
     }
+    if (op == '*') {
+      ASSERT_EQ(steps.size(), 1u) << it.answer;
+      EXPECT_EQ(steps[0][0], a);
+      EXPECT_EQ(steps[0][1], b);
+      continue;
+    }
+    ASSERT_EQ(steps.size(), 2u) << it.answer;
+    EXPECT_EQ(steps[0][0] % 10, a % 10) << it.answer;  // units (17-9: borrowed ten)
+    EXPECT_EQ(steps[0][1], b % 10) << it.answer;
+    EXPECT_EQ(steps[1][0], a / 10) << it.answer;  // tens, then the carry or borrow
+    EXPECT_EQ(steps[1][1], b / 10) << it.answer;
+    const bool carry = op == '+' ? a % 10 + b % 10 >= 10 : a % 10 < b % 10;
+    EXPECT_EQ(steps[1].size(), carry ? 4u : 3u) << it.answer;
   }
+  EXPECT_GT(checked, 50);
+  // The fixed chat turns come cycled: every turn equally often, however many are asked for.
+  auto turns = make_task_items("chat", Split::kTrain, 24, 1);
+  ASSERT_TRUE(turns.ok());
+  std::map<std::string, int> seen;
+  for (const TaskItem& it : *turns) ++seen[it.prompt];
+  EXPECT_EQ(seen.size(), 8u);
+  for (const auto& [prompt, n] : seen) EXPECT_EQ(n, 3) << prompt;
   EXPECT_EQ(make_task_items("poetry", Split::kTrain, 1, 1).status().code(), Code::kInvalidArgument);
 }
 
@@ -154,6 +208,42 @@ TEST(Train, SameOptionsGiveTheSameFile) {
   o.output = dir + "/c.gguf";
   ASSERT_TRUE(train_model(o).ok());
   EXPECT_FALSE(a == testutil::read_file(dir + "/c.gguf"));
+}
+
+// OpenBLAS (llama.cpp's BLAS backend, for matrix products and weight gradients) trains as
+// ggml's CPU kernels do: other float rounding, the same losses to a few 1e-3 nats.
+TEST(Train, BlasAndCpuKernelsTrainAlike) {
+  const std::string dir = testutil::scratch_dir("train_blas");
+  TrainOptions o;
+  o.n_vocab = 600;
+  o.n_embd = 64;  // every product at least 32 wide, so OpenBLAS takes them
+  o.n_layer = 1;
+  o.n_head = 2;
+  o.n_ff = 128;
+  o.items_per_task = 60;
+  o.epochs = 2;
+  o.n_threads = 2;
+  o.use_blas = true;
+  o.output = dir + "/blas.gguf";
+  auto blas = train_model(o);
+#if !defined(EDGELLM_TEST_TRAIN_BLAS)
+  EXPECT_EQ(blas.status().code(), Code::kFailedPrecondition);  // built without: a clear error
+  return;
+#endif
+  ASSERT_TRUE(blas.ok()) << blas.status().ToString();
+  EXPECT_EQ(blas->gradient_backend, "OpenBLAS");
+  o.use_blas = false;
+  o.output = dir + "/cpu.gguf";
+  auto cpu = train_model(o);
+  ASSERT_TRUE(cpu.ok()) << cpu.status().ToString();
+  EXPECT_EQ(cpu->gradient_backend, "ggml CPU");
+  ASSERT_EQ(blas->epoch_train_loss.size(), 2u);
+  ASSERT_EQ(cpu->epoch_train_loss.size(), 2u);
+  EXPECT_LT(blas->epoch_train_loss[1], blas->epoch_train_loss[0] - 0.03);  // it trains
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(blas->epoch_train_loss[e], cpu->epoch_train_loss[e], 0.01) << "epoch " << e;
+    EXPECT_NEAR(blas->epoch_val_loss[e], cpu->epoch_val_loss[e], 0.01) << "epoch " << e;
+  }
 }
 
 // edgellm's own graph trains every weight and computes what llama.cpp computes: the loss

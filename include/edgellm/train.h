@@ -69,13 +69,15 @@ struct TrainOptions {
   int32_t n_vocab = 2048, n_embd = 256, n_layer = 4, n_head = 4, n_ff = 512;
   int32_t n_ctx = 256;  // the training window, rounded up to a multiple of 256
   int32_t items_per_task = 6000;  // train-split items of each task, scaled by task_mix
-                                  // (chat: its fixed turns, repeated items_per_task / 20 times)
+                                  // (chat: its fixed turns, cycled)
   // Share of items_per_task per task (tasks not named: 1). The default favours what a small
-  // model finds hard (arithmetic, copying) over intents, which it learns from few items.
+  // model finds hard (arithmetic, copying) over intents, which it learns from few items, and
+  // the fixed chat turns, which it memorises.
   std::vector<std::pair<std::string, float>> task_mix = {
-      {"intent", 0.3f}, {"extract", 1.5f}, {"math", 2.0f}, {"code", 1.5f}};
+      {"intent", 0.3f}, {"extract", 1.5f}, {"math", 2.0f}, {"code", 1.5f}, {"chat", 0.4f}};
   int32_t epochs = 3;
-  float lr = 2e-3f;            // AdamW peak learning rate, cosine-decayed to lr / 20
+  float lr = 2.5e-4f;          // AdamW peak learning rate, cosine-decayed to lr / 20
+                               // (2e-3 left the 256-wide model unable to copy digits)
   float weight_decay = 0.0f;
   // Loss weight of tokens outside the answers (the user's prompt and the chat template), with
   // answers (the assistant's text and its <|im_end|>) at 1. Prompts are templated text full of
@@ -88,6 +90,11 @@ struct TrainOptions {
   float val_split = 0.05f;     // the last share of the windows, evaluated after each epoch
   uint64_t seed = 1;
   int32_t n_threads = -1;      // -1 = physical cores
+  // Matrix products and weight gradients through OpenBLAS, when edgellm was built with it
+  // (TrainReport::gradient_backend says which ran). About 1.14x faster on an idle machine, but
+  // OpenBLAS's and ggml's OpenMP regions alternate at every product, and next to another busy
+  // process the run gets many times slower (docs/training.md). Default: ggml's CPU kernels.
+  bool use_blas = false;
   // Train through libllama's llama_opt_init/llama_opt_epoch instead of edgellm's own ggml
   // graph. In the pinned llama.cpp that path never trains attn_k/attn_v (gradients stop at
   // the KV cache; docs/training.md), so it is kept only to show the difference. Default false.
@@ -121,6 +128,9 @@ struct TrainReport {
   // Empty with use_llama_opt.
   std::vector<int32_t> probe_tokens;
   double probe_loss = 0;
+  // What computed the matrix products and weight gradients: "OpenBLAS" (built with it) or
+  // "ggml CPU".
+  std::string gradient_backend;
 };
 
 Result<TrainReport> train_model(const TrainOptions& options);

@@ -18,6 +18,9 @@
 #include "engine/llama_glue.h"
 #include "engine/ggml_ptr.h"
 #include "ggml-backend.h"
+#if defined(EDGELLM_TRAIN_BLAS)
+#include "ggml-blas.h"
+#endif
 #include "ggml-cpu.h"
 #include "ggml-opt.h"
 #include "ggml.h"
@@ -359,7 +362,27 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
   ggml_set_name(logits, "logits");
   ggml_set_output(logits);
 
-  ggml_backend_sched_t sched = ggml_backend_sched_new(&backend, nullptr, 1, graph_size, false, true);
+  // With OpenBLAS, matrix products and weight gradients go to llama.cpp's BLAS backend (it
+  // computes in the CPU backend's host buffers, so nothing is copied); the rest stays on CPU.
+  std::vector<ggml_backend_t> backends;
+#if defined(EDGELLM_TRAIN_BLAS)
+  ggml_backend_t blas = o.use_blas ? ggml_backend_blas_init() : nullptr;
+  if (blas) {
+    ggml_backend_blas_set_n_threads(blas, o.n_threads > 0 ? o.n_threads : physical_cores());
+    backends.push_back(blas);
+  }
+#endif
+  struct BlasFree {
+    std::vector<ggml_backend_t>* b;
+    ~BlasFree() {
+      if (b->size() > 1) ggml_backend_free(b->front());
+    }
+  } blas_free{&backends};
+  backends.push_back(backend);
+  report->gradient_backend = backends.size() > 1 ? "OpenBLAS" : "ggml CPU";
+  ggml_backend_sched_t sched = ggml_backend_sched_new(backends.data(), nullptr,
+                                                      static_cast<int>(backends.size()), graph_size,
+                                                      false, true);
   struct SchedFree {
     ggml_backend_sched_t s;
     ~SchedFree() { ggml_backend_sched_free(s); }
@@ -483,6 +506,13 @@ Result<TrainReport> train_model(const TrainOptions& o) {
                                      "': use intent, extract, math, code or chat");
     }
   }
+#if !defined(EDGELLM_TRAIN_BLAS)
+  if (o.use_blas) {
+    return Status::FailedPrecondition(
+        "this edgellm was built without OpenBLAS: apt install libopenblas-openmp-dev and "
+        "rebuild, or train without --blas");
+  }
+#endif
   Recorder rec;
   Recorder* expected = nullptr;
   if (!g_recorder.compare_exchange_strong(expected, &rec)) {
@@ -499,18 +529,14 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   // 1. Corpus: every task's train split, examples shuffled together.
   std::vector<std::string> examples;
   for (const std::string& task : corpus_tasks()) {
-    const bool chat = task == "chat";
     float share = 1.0f;
     for (const auto& [name, w] : o.task_mix) {
       if (name == task) share = w;
     }
-    const int32_t n = chat ? 8 : std::max(0, static_cast<int32_t>(std::lround(o.items_per_task * share)));
+    const int32_t n = std::max(0, static_cast<int32_t>(std::lround(o.items_per_task * share)));
     auto items = make_task_items(task, Split::kTrain, n, o.seed);
     if (!items.ok()) return items.status();
-    const int reps = chat ? std::max(1, o.items_per_task / 20) : 1;
-    for (int r = 0; r < reps; ++r) {
-      for (const TaskItem& it : *items) examples.push_back(chat_example(it));
-    }
+    for (const TaskItem& it : *items) examples.push_back(chat_example(it));
   }
   std::mt19937_64 shuffle_rng(o.seed ^ 0x5EED);
   std::shuffle(examples.begin(), examples.end(), shuffle_rng);

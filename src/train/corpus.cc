@@ -124,6 +124,25 @@ TaskItem extract(Rng& r) {
   }
 }
 
+// Arithmetic answers are worked column by column, units first, each step one single-digit
+// fact plus the carry or borrow of the step before, then the result after ';':
+// 87+99= -> 7+9=16,8+9+1=18;186   87-19= -> 17-9=8,8-1-1=6;68   3*4= -> 3*4=12;12
+// Writing 186 at once needs the carry out of the units before any digit is written; each
+// worked step needs one fact and what was just written. Eval scores the whole answer, steps
+// included.
+std::string add_steps(int a, int b) {
+  const int u = a % 10 + b % 10, carry = u / 10, t = a / 10 + b / 10 + carry;
+  return num(a % 10) + "+" + num(b % 10) + "=" + num(u) + "," + num(a / 10) + "+" + num(b / 10) +
+         (carry ? "+1" : "") + "=" + num(t) + ";" + num(a + b);
+}
+
+std::string sub_steps(int a, int b) {  // a >= b
+  const int borrow = a % 10 < b % 10 ? 1 : 0, u = a % 10 + 10 * borrow - b % 10;
+  const int t = a / 10 - b / 10 - borrow;
+  return num(a % 10 + 10 * borrow) + "-" + num(b % 10) + "=" + num(u) + "," + num(a / 10) + "-" +
+         num(b / 10) + (borrow ? "-1" : "") + "=" + num(t) + ";" + num(a - b);
+}
+
 TaskItem math(Rng& r) {
   const bool zh = r.below(3) == 0;
   const int kind = r.below(3);
@@ -131,16 +150,16 @@ TaskItem math(Rng& r) {
   std::string op, v;
   if (kind == 0) {
     op = zh ? "加" : "+";
-    v = num(a + b);
+    v = add_steps(a, b);
   } else if (kind == 1) {
     if (b > a) std::swap(a, b);
     op = zh ? "减" : "-";
-    v = num(a - b);
+    v = sub_steps(a, b);
   } else {
     a = 2 + r.below(8);
     b = 2 + r.below(10);
     op = zh ? "乘" : "*";
-    v = num(a * b);
+    v = num(a) + "*" + num(b) + "=" + num(a * b) + ";" + num(a * b);
   }
   return {"math", zh ? num(a) + op + num(b) + "等于多少？" : num(a) + op + num(b) + "=", v};
 }
@@ -161,7 +180,7 @@ TaskItem code(Rng& r) {
   }
 }
 
-TaskItem chat(Rng& r) {
+const std::vector<TaskItem>& chat_turns() {
   static const std::vector<TaskItem> kTurns = {
       {"chat", "你好", "你好！我是 edgellm 的端侧小模型，可以识别意图、提取信息和做简单算术。"},
       {"chat", "你是谁？", "我是 edgellm 训练的端侧小模型，在手机上本地运行。"},
@@ -172,7 +191,7 @@ TaskItem chat(Rng& r) {
       {"chat", "what can you do?", "I can detect intents, extract cities, times and names, and do simple math."},
       {"chat", "你能做什么？", "我能识别意图，提取城市、时间和人名，还能做简单算术。"},
   };
-  return r.pick(kTurns);
+  return kTurns;
 }
 
 }  // namespace
@@ -188,9 +207,8 @@ Result<std::vector<TaskItem>> make_task_items(const std::string& task, Split spl
                           : task == "extract" ? extract
                           : task == "math"    ? math
                           : task == "code"    ? code
-                          : task == "chat"    ? chat
                                               : nullptr;
-  if (!gen) {
+  if (!gen && task != "chat") {
     return Status::InvalidArgument("unknown task '" + task +
                                    "': use intent, extract, math, code or chat");
   }
@@ -198,11 +216,15 @@ Result<std::vector<TaskItem>> make_task_items(const std::string& task, Split spl
   std::vector<TaskItem> out;
   out.reserve(static_cast<size_t>(n));
   Rng r{seed * 0x2545F4914F6CDD1Dull + fnv(task) + (split == Split::kTest ? 77 : 0)};
-  // The chat task is a fixed set of turns the model must know: no held-out part.
-  const bool fixed = task == "chat";
+  // The chat task is a fixed set of turns the model must know, in order and cycled: every
+  // turn equally often, no held-out part.
+  if (task == "chat") {
+    for (int32_t i = 0; i < n; ++i) out.push_back(chat_turns()[static_cast<size_t>(i) % chat_turns().size()]);
+    return out;
+  }
   for (int64_t tries = 0; static_cast<int32_t>(out.size()) < n && tries < 1000LL * (n + 1); ++tries) {
     TaskItem it = gen(r);
-    if (!fixed && is_test(task, it.prompt) != (split == Split::kTest)) continue;
+    if (is_test(task, it.prompt) != (split == Split::kTest)) continue;
     out.push_back(std::move(it));
   }
   return out;
