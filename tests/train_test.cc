@@ -232,6 +232,9 @@ TEST(Train, BlasAndCpuKernelsTrainAlike) {
 #endif
   ASSERT_TRUE(blas.ok()) << blas.status().ToString();
   EXPECT_EQ(blas->gradient_backend, "OpenBLAS");
+  o.use_llama_opt = true;  // --blas is for edgellm's own graph only: said, not ignored
+  EXPECT_EQ(train_model(o).status().code(), Code::kInvalidArgument);
+  o.use_llama_opt = false;
   o.use_blas = false;
   o.output = dir + "/cpu.gguf";
   auto cpu = train_model(o);

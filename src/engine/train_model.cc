@@ -364,20 +364,15 @@ Status train_direct(const TrainOptions& o, const Vocab& v, const std::vector<lla
 
   // With OpenBLAS, matrix products and weight gradients go to llama.cpp's BLAS backend (it
   // computes in the CPU backend's host buffers, so nothing is copied); the rest stays on CPU.
-  std::vector<ggml_backend_t> backends;
+  ggml_backend_t blas = nullptr;
 #if defined(EDGELLM_TRAIN_BLAS)
-  ggml_backend_t blas = o.use_blas ? ggml_backend_blas_init() : nullptr;
-  if (blas) {
+  if (o.use_blas && (blas = ggml_backend_blas_init()) != nullptr) {
     ggml_backend_blas_set_n_threads(blas, o.n_threads > 0 ? o.n_threads : physical_cores());
-    backends.push_back(blas);
   }
 #endif
-  struct BlasFree {
-    std::vector<ggml_backend_t>* b;
-    ~BlasFree() {
-      if (b->size() > 1) ggml_backend_free(b->front());
-    }
-  } blas_free{&backends};
+  BackendFree blas_free{blas};  // ggml_backend_free(nullptr) is a no-op
+  std::vector<ggml_backend_t> backends;
+  if (blas) backends.push_back(blas);
   backends.push_back(backend);
   report->gradient_backend = backends.size() > 1 ? "OpenBLAS" : "ggml CPU";
   ggml_backend_sched_t sched = ggml_backend_sched_new(backends.data(), nullptr,
@@ -505,6 +500,9 @@ Result<TrainReport> train_model(const TrainOptions& o) {
       return Status::InvalidArgument("task mix names an unknown task '" + m.first +
                                      "': use intent, extract, math, code or chat");
     }
+  }
+  if (o.use_blas && o.use_llama_opt) {
+    return Status::InvalidArgument("--blas applies to edgellm's own training graph, not --llama-opt");
   }
 #if !defined(EDGELLM_TRAIN_BLAS)
   if (o.use_blas) {
