@@ -201,14 +201,8 @@ TEST_F(CloudTest, StreamsFromServeExactlyAsTheLocalEngine) {
   EXPECT_EQ(cloud->last_attempts(), 1);
 
   // The same request on a local Session: the same text, finish reason and token count.
-  auto model = Model::Load(model_path_);
-  ASSERT_TRUE(model.ok());
-  SessionOptions so;
-  so.n_ctx = 512;
-  auto session = Session::Create(**model, so);
-  ASSERT_TRUE(session.ok());
-  auto local = (*session)->Generate("and now?", Greedy(16));
-  ASSERT_TRUE(local.ok());
+  const Generation local_gen = testutil::generate_locally(model_path_, "and now?", Greedy(16));
+  const Generation* local = &local_gen;
   EXPECT_EQ(remote->text, local->text);
   EXPECT_EQ(remote->finish_reason, local->finish_reason);
   EXPECT_EQ(remote->stats.n_gen, local->stats.n_gen);      // from the stream's usage chunk

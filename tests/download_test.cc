@@ -239,26 +239,28 @@ TEST_F(DownloadTest, WrongContentRangeFailsAfterRetries) {
   EXPECT_EQ(fs::file_size(dest_ + ".partial"), kSize);
 }
 
+// Two faulty answers, then good ones: the download completes after exactly two retries.
+void ExpectTwoRetries(testutil::TestHttpServer* server, const DownloadSpec& spec,
+                      const testutil::HttpFaults& f) {
+  server->set_faults(f);
+  auto r = edgellm::download(spec, FastOptions());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->retries, 2);
+  EXPECT_EQ(server->requests(), kChunks + 2);
+}
+
 TEST_F(DownloadTest, TruncatedBodiesAreRetried) {
   testutil::HttpFaults f;
   f.truncate_first_n = 2;
-  server_->set_faults(f);
-  auto r = edgellm::download(Spec(), FastOptions());
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectTwoRetries(server_, Spec(), f);
   ExpectDone();
-  EXPECT_EQ(r->retries, 2);
-  EXPECT_EQ(server_->requests(), kChunks + 2);
 }
 
 TEST_F(DownloadTest, ServerErrorsAreRetried) {
   testutil::HttpFaults f;
   f.error_5xx_first_n = 2;
-  server_->set_faults(f);
-  auto r = edgellm::download(Spec(), FastOptions());
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectTwoRetries(server_, Spec(), f);
   ExpectDone();
-  EXPECT_EQ(r->retries, 2);
-  EXPECT_EQ(server_->requests(), kChunks + 2);
 }
 
 TEST_F(DownloadTest, NotFoundFailsFastWithoutRetries) {

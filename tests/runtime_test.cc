@@ -32,15 +32,7 @@ class RuntimeTest : public ::testing::Test {
     model_path_ = testutil::synth_model("tiny", "Q8_0");
     server_ = new testutil::ServeProcess(model_path_, {"--ctx", "512"});
     // The reference: the same request on a plain local session.
-    auto m = Model::Load(model_path_);
-    ASSERT_TRUE(m.ok());
-    SessionOptions so;
-    so.n_ctx = 512;
-    auto s = Session::Create(**m, so);
-    ASSERT_TRUE(s.ok());
-    auto g = (*s)->Generate("hello", Greedy());
-    ASSERT_TRUE(g.ok());
-    reference_ = g->text;
+    reference_ = testutil::generate_locally(model_path_, "hello", Greedy()).text;
   }
   static void TearDownTestSuite() { delete server_; }
   // serve logs a request after its response went out, so a count read right after a reply

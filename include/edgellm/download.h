@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "edgellm/package.h"
+#include "edgellm/manifest.h"
 #include "edgellm/status.h"
 
 namespace edgellm {

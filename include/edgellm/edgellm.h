@@ -7,6 +7,7 @@
 #include "edgellm/model.h"
 #include "edgellm/package.h"
 #include "edgellm/planner.h"
+#include "edgellm/platform.h"
 #include "edgellm/power.h"
 #include "edgellm/policy.h"
 #include "edgellm/quantize.h"
@@ -14,20 +15,3 @@
 #include "edgellm/session.h"
 #include "edgellm/status.h"
 #include "edgellm/synth.h"
-
-namespace edgellm {
-// "0.1.0"
-const char* version();
-// The llama.cpp release this build links, e.g. "v0.4.0 (80fb11a)".
-const char* llama_build();
-
-// Pins glibc malloc's trim and mmap thresholds at their 128 KiB defaults (glibc otherwise raises
-// both, up to 32/64 MiB, after each large free). With the dynamic thresholds, memory freed by a
-// model, a session or a released KV cache can stay resident as the untrimmed top of a worker
-// thread's arena; malloc_trim() does not trim a thread arena's top. Measured on 200 Node
-// load -> generate -> dispose cycles of a 41 MiB model: RSS +12% to +20% without, +0.6% with.
-// Process-wide: call it once, early. `threshold_bytes` <= 0 keeps 128 KiB. Returns false where
-// it does nothing (not glibc, or mallopt refused). The Node addon calls it at load unless the
-// environment sets EDGELLM_MALLOC_TUNING=0; the edgellm CLI calls it at start.
-bool TuneAllocator(long threshold_bytes = 0);
-}  // namespace edgellm

@@ -15,6 +15,7 @@
 
 #include "edgellm/lora.h"
 #include "edgellm/model.h"
+#include "edgellm/platform.h"  // physical_cores() and the RSS readers, long declared here
 #include "edgellm/power.h"
 #include "edgellm/status.h"
 
@@ -173,11 +174,5 @@ class Session {
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Physical CPU cores of this machine (distinct core ids), at least 1.
-int32_t physical_cores();
-// Current and peak resident set size of this process in bytes (from /proc/self/status).
-int64_t current_rss_bytes();
-int64_t peak_rss_bytes();
 
 }  // namespace edgellm

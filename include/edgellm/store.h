@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "edgellm/download.h"
-#include "edgellm/package.h"
+#include "edgellm/manifest.h"
 #include "edgellm/status.h"
 
 namespace edgellm {

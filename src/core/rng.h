@@ -9,6 +9,10 @@ namespace edgellm {
 
 struct SplitMix64 {
   uint64_t s;
+  // Stream `index` of a family of generators seeded by `seed` (one per tensor, say).
+  static SplitMix64 stream(uint64_t seed, uint64_t index) {
+    return SplitMix64{seed * 0x9E3779B97F4A7C15ull + index * 0xD1B54A32D192ED03ull};
+  }
   uint64_t next() {
     uint64_t z = (s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;

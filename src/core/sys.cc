@@ -11,7 +11,7 @@
 #include <thread>
 #include <utility>
 
-#include "edgellm/session.h"
+#include "edgellm/platform.h"
 
 namespace edgellm {
 

@@ -1,4 +1,4 @@
-#include "edgellm/edgellm.h"
+#include "edgellm/platform.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>

@@ -1,16 +1,11 @@
-#include <memory>
-
+// precheck_gguf: what the load path checks before libllama sees a file.
 #include "core/sys.h"
 #include "edgellm/gguf_check.h"
+#include "engine/gguf_io.h"
 #include "engine/llama_glue.h"
 #include "engine/model_impl.h"
-#include "engine/ggml_ptr.h"
-#include "gguf.h"
 
 namespace edgellm {
-namespace {
-
-}  // namespace
 
 Status precheck_gguf(const std::string& path, uint64_t* file_bytes) {
   Result<uint64_t> size = regular_file_size(path, "model file");
@@ -29,7 +24,7 @@ Status precheck_gguf(const std::string& path, uint64_t* file_bytes) {
   // data laid out in table order without gaps).
   engine::ensure_backend();
   gguf_init_params params{/*no_alloc=*/true, /*ctx=*/nullptr};
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), params));
+  GgufPtr g(gguf_init_from_file(path.c_str(), params));
   if (!g) {
     const std::string why = engine::take_llama_errors();
     return Status::CorruptData(path + " has a malformed or truncated GGUF header" +

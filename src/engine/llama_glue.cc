@@ -78,6 +78,64 @@ llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_th
   return cp;
 }
 
+void kv_clear(llama_context* ctx) { llama_memory_clear(llama_get_memory(ctx), true); }
+
+void set_lora_adapters(llama_context* ctx, std::vector<llama_adapter_lora*>& adapters,
+                       std::vector<float>& scales) {
+  llama_set_adapters_lora(ctx, adapters.data(), adapters.size(), scales.data());
+}
+
+SamplerPtr make_sampler_chain(const GenerateOptions& o, int32_t n_vocab) {
+  llama_sampler_chain_params cp = llama_sampler_chain_default_params();
+  cp.no_perf = true;
+  SamplerPtr chain(llama_sampler_chain_init(cp));
+  if (o.repeat_penalty != 1.0f && o.repeat_last_n != 0) {
+    llama_sampler_chain_add(chain.get(),
+                            llama_sampler_init_penalties(n_vocab, o.repeat_last_n,
+                                                         o.repeat_penalty, 0, 0));
+  }
+  if (o.temperature <= 0) {
+    llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
+    return chain;
+  }
+  if (o.top_k > 0) llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(o.top_k));
+  if (o.top_p < 1) llama_sampler_chain_add(chain.get(), llama_sampler_init_top_p(o.top_p, 1));
+  if (o.min_p > 0) llama_sampler_chain_add(chain.get(), llama_sampler_init_min_p(o.min_p, 1));
+  llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(o.temperature));
+  llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(o.seed));
+  return chain;
+}
+
+Result<std::string> apply_chat_template(const llama_model* model,
+                                        const std::vector<ChatMessage>& messages,
+                                        bool add_assistant) {
+  const char* tmpl = llama_model_chat_template(model, nullptr);
+  if (!tmpl) {
+    return Status::InvalidArgument(
+        "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
+  }
+  std::vector<llama_chat_message> msgs;
+  size_t total = 256;
+  for (const ChatMessage& m : messages) {
+    if (m.role.empty()) return Status::InvalidArgument("a chat message has no role");
+    msgs.push_back({m.role.c_str(), m.content.c_str()});
+    total += m.content.size() + 64;
+  }
+  std::vector<char> buf(total);
+  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant,
+                                        buf.data(), static_cast<int32_t>(buf.size()));
+  if (n > static_cast<int32_t>(buf.size())) {
+    buf.resize(static_cast<size_t>(n));
+    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
+                                  static_cast<int32_t>(buf.size()));
+  }
+  if (n < 0) {
+    return Status::InvalidArgument(
+        "the model's chat template is not one llama.cpp recognizes: use plain-prompt mode");
+  }
+  return std::string(buf.data(), static_cast<size_t>(n));
+}
+
 const char* ftype_name(int ftype) {
   for (const auto& f : kFtypes) {
     if (static_cast<int>(f.type) == ftype) return f.name;

@@ -29,25 +29,19 @@ Status validate_sampling(const GenerateOptions& o) {
   return Status::Ok();
 }
 
-SamplerPtr make_sampler(const GenerateOptions& o, int32_t n_vocab) {
-  llama_sampler_chain_params cp = llama_sampler_chain_default_params();
-  cp.no_perf = true;
-  SamplerPtr chain(llama_sampler_chain_init(cp));
-  if (o.repeat_penalty != 1.0f && o.repeat_last_n != 0) {
-    llama_sampler_chain_add(chain.get(),
-                            llama_sampler_init_penalties(n_vocab, o.repeat_last_n,
-                                                         o.repeat_penalty, 0, 0));
+TokenSampler::TokenSampler(const GenerateOptions& o, int32_t n_vocab) : n_vocab_(n_vocab) {
+  const bool greedy = o.temperature <= 0 && (o.repeat_penalty == 1.0f || o.repeat_last_n == 0);
+  if (!greedy) chain_ = make_sampler_chain(o, n_vocab);
+}
+
+llama_token TokenSampler::Sample(llama_context* ctx) {
+  if (chain_) return llama_sampler_sample(chain_.get(), ctx, -1);
+  const float* logits = llama_get_logits_ith(ctx, -1);
+  int32_t best = 0;
+  for (int32_t i = 1; i < n_vocab_; ++i) {
+    if (logits[i] > logits[best]) best = i;
   }
-  if (o.temperature <= 0) {
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
-    return chain;
-  }
-  if (o.top_k > 0) llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(o.top_k));
-  if (o.top_p < 1) llama_sampler_chain_add(chain.get(), llama_sampler_init_top_p(o.top_p, 1));
-  if (o.min_p > 0) llama_sampler_chain_add(chain.get(), llama_sampler_init_min_p(o.min_p, 1));
-  llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(o.temperature));
-  llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(o.seed));
-  return chain;
+  return best;
 }
 
 }  // namespace edgellm::engine

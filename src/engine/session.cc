@@ -96,7 +96,7 @@ void Session::Impl::ApplyLoras() {
     ptrs.push_back(adapter->impl()->adapter);
     scales.push_back(scale);
   }
-  llama_set_adapters_lora(ctx, ptrs.data(), ptrs.size(), scales.data());
+  engine::set_lora_adapters(ctx, ptrs, scales);
 }
 
 // A few tokens of prefill plus one decode step touch every weight page and size the
@@ -115,7 +115,7 @@ Status Session::Impl::Warmup() {
     llama_token next = toks.back();
     rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
   }
-  llama_memory_clear(llama_get_memory(ctx), true);
+  engine::kv_clear(ctx);
   llama_synchronize(ctx);
   warmup_ms = ms_since(t0);
   if (rc != 0) {
@@ -231,34 +231,12 @@ Result<std::string> Session::FormatChat(std::string_view user, std::string_view 
 
 Result<std::string> format_chat(const llama_model* model, std::string_view user,
                                 std::string_view system, const std::vector<ChatMessage>& history) {
-  const char* tmpl = llama_model_chat_template(model, nullptr);
-  if (!tmpl) {
-    return Status::InvalidArgument(
-        "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
-  }
-  const std::string u(user), s(system);
-  std::vector<llama_chat_message> msgs;
-  size_t total = u.size() + s.size() + 256;
-  if (!s.empty()) msgs.push_back({"system", s.c_str()});
-  for (const ChatMessage& m : history) {
-    if (m.role.empty()) return Status::InvalidArgument("a chat message has no role");
-    msgs.push_back({m.role.c_str(), m.content.c_str()});
-    total += m.content.size() + 64;
-  }
-  msgs.push_back({"user", u.c_str()});
-  std::vector<char> buf(total);
-  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(),
-                                        static_cast<int32_t>(buf.size()));
-  if (n > static_cast<int32_t>(buf.size())) {
-    buf.resize(static_cast<size_t>(n));
-    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), true, buf.data(),
-                                  static_cast<int32_t>(buf.size()));
-  }
-  if (n < 0) {
-    return Status::InvalidArgument(
-        "the model's chat template is not one llama.cpp recognizes: use plain-prompt mode");
-  }
-  return std::string(buf.data(), static_cast<size_t>(n));
+  std::vector<ChatMessage> msgs;
+  msgs.reserve(history.size() + 2);
+  if (!system.empty()) msgs.push_back({"system", std::string(system)});
+  msgs.insert(msgs.end(), history.begin(), history.end());
+  msgs.push_back({"user", std::string(user)});
+  return engine::apply_chat_template(model, msgs, /*add_assistant=*/true);
 }
 
 }  // namespace edgellm

@@ -30,6 +30,12 @@ struct Session::Impl {
   void ApplyLoras();
   Result<Generation> Generate(std::string_view prompt, const GenerateOptions& o,
                               const TextSink& sink);
+  // The prompt's tokens: rendered with the chat template when o.chat, tokenized with the
+  // model's special tokens. kInvalidArgument when nothing is left.
+  Result<std::vector<llama_token>> PromptTokens(std::string_view prompt,
+                                                const GenerateOptions& o) const;
+  // A prompt longer than the context: kInvalidArgument, or cut per o.truncate_prompt.
+  Status FitPrompt(std::vector<llama_token>* toks, const GenerateOptions& o, Stats* st) const;
 };
 
 Result<std::string> format_chat(const llama_model* model, std::string_view user,

@@ -13,6 +13,7 @@
 #include <set>
 #include <system_error>
 
+#include "core/atomic_file.h"
 #include "core/env.h"
 #include "store/sha256.h"
 
@@ -35,14 +36,6 @@ Status write_all(int fd, const std::string& bytes, const std::string& path) {
 std::string parent_dir(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   return dir.empty() ? std::string(1, '.') : dir;
-}
-
-void fsync_dir(const std::string& dir) {
-  const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d >= 0) {
-    ::fsync(d);
-    ::close(d);
-  }
 }
 
 }  // namespace
@@ -183,20 +176,7 @@ Status PartialFile::Sync() const {
 Status PartialFile::RewriteJournal(const std::vector<int>& verified) {
   std::string text = JournalHeader();
   for (int i : verified) text += std::to_string(i) + "\n";
-  const std::string tmp = journal_path_ + ".tmp";
-  const int t = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (t < 0) return write_error(errno, tmp, "creating");
-  Status st = write_all(t, text, tmp);
-  if (st.ok() && ::fsync(t) != 0) st = write_error(errno, tmp, "syncing");
-  ::close(t);
-  if (st.ok() && std::rename(tmp.c_str(), journal_path_.c_str()) != 0) {
-    st = write_error(errno, journal_path_, "renaming");
-  }
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  fsync_dir(dir_);
+  EDGELLM_RETURN_IF_ERROR(write_file_atomically(journal_path_, text, "the download journal"));
   if (journal_fd_ >= 0) ::close(journal_fd_);
   journal_fd_ = ::open(journal_path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (journal_fd_ < 0) return write_error(errno, journal_path_, "opening");
@@ -214,10 +194,7 @@ Status PartialFile::AppendJournal(int index) {
 
 Status PartialFile::Commit() {
   if (::fsync(fd_) != 0) return write_error(errno, partial_path_, "syncing");
-  if (std::rename(partial_path_.c_str(), spec_.dest.c_str()) != 0) {
-    return write_error(errno, spec_.dest, "renaming " + partial_path_ + " to");
-  }
-  fsync_dir(dir_);
+  EDGELLM_RETURN_IF_ERROR(rename_into_place(partial_path_, spec_.dest, "the download"));
   ::unlink(journal_path_.c_str());
   return Status::Ok();
 }

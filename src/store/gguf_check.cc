@@ -9,246 +9,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <cstring>
-#include <set>
-#include <vector>
 
 #include "core/sys.h"
 #include "ggml.h"
+#include "store/gguf_reader.h"
 
 namespace edgellm {
-namespace {
-
-// Fields are read by memcpy: GGUF v2/v3 as written by llama.cpp are little-endian, as are
-// the devices edgellm targets.
-static_assert(std::endian::native == std::endian::little, "GGUF fields are read by memcpy");
-
-// GGUF value types (gguf.h's enum gguf_type; the numbers are the file format).
-// clang-format off
-enum : uint32_t {
-  kU8, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64
-};
-// clang-format on
-constexpr uint32_t kTypeCount = kF64 + 1;
-// Bytes of a scalar of each type; 0 for string and array.
-constexpr uint64_t kValueSize[kTypeCount] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-
-constexpr uint64_t kMaxKeyBytes = 65535;
-constexpr uint64_t kMaxStringBytes = uint64_t{1} << 30;  // ggml's GGUF_MAX_STRING_LENGTH
-constexpr uint64_t kMaxArrayElems = uint64_t{1} << 30;   // ggml's GGUF_MAX_ARRAY_ELEMENTS
-constexpr uint64_t kMaxArchBytes = 256;
-// The fewest bytes one KV (8-byte key length, 1-byte key, type, 1-byte value) and one
-// tensor record (name length, 1-byte name, n_dims, one dim, type, offset) can take.
-constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;
-constexpr uint64_t kMinTensorBytes = 8 + 1 + 4 + 8 + 4 + 8;
-// A count that cannot fit in the bytes left is called corrupt above this, and a sign of
-// truncation below it (real files have tens of KVs and up to a few thousand tensors).
-constexpr uint64_t kSaneCount = uint64_t{1} << 20;
-
-// Bytes as text for a message: printable ASCII kept, the rest as \xNN, at most 64 shown.
-std::string printable(const std::string& s) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < 64; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > 64) out += "...";
-  return out;
-}
-
-// Random access to the file's bytes. REQUIRES: off + n <= the size the caller checked.
-class Source {
- public:
-  virtual ~Source() = default;
-  virtual bool read(uint64_t off, void* dst, size_t n) = 0;  // false: I/O error
-};
-
-class MemorySource : public Source {
- public:
-  explicit MemorySource(const uint8_t* data) : data_(data) {}
-  bool read(uint64_t off, void* dst, size_t n) override {
-    if (n) std::memcpy(dst, data_ + off, n);
-    return true;
-  }
-
- private:
-  const uint8_t* data_;
-};
-
-// pread through one 64 KiB window: a vocabulary's 150k tiny strings cost a few hundred
-// system calls, and memory stays at the window whatever the file claims.
-class FileSource : public Source {
- public:
-  explicit FileSource(int fd) : fd_(fd), buf_(kWindow) {}
-  bool read(uint64_t off, void* dst, size_t n) override {
-    if (off >= win_off_ && off + n <= win_off_ + win_len_) {
-      if (n) std::memcpy(dst, buf_.data() + (off - win_off_), n);
-      return true;
-    }
-    if (n > kWindow) return pread_full(off, dst, n) == n;
-    win_off_ = off;
-    win_len_ = pread_full(off, buf_.data(), kWindow);  // may stop short at the end of file
-    if (win_len_ < n) return false;                    // the file shrank under us
-    std::memcpy(dst, buf_.data(), n);
-    return true;
-  }
-
- private:
-  static constexpr size_t kWindow = size_t{64} << 10;
-  size_t pread_full(uint64_t off, void* dst, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-      const ssize_t r =
-          ::pread(fd_, static_cast<char*>(dst) + got, n - got, static_cast<off_t>(off + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      got += static_cast<size_t>(r);
-    }
-    return got;
-  }
-  int fd_;
-  std::vector<char> buf_;
-  uint64_t win_off_ = 0;
-  size_t win_len_ = 0;
-};
-
-struct TensorRec {
-  uint64_t index, offset, nbytes;
-  uint64_t offset_pos;  // where its .offset field is in the file
-  std::string field;    // "tensor[i] name"
-};
-
-// Length of a well-known tokenizer array, and which KV held it.
-struct KnownArray {
-  bool present = false;
-  uint64_t n = 0, kv_offset = 0;
-  std::string field;
-};
-
-class Checker {
- public:
-  Checker(Source* src, uint64_t size, std::string name)
-      : src_(src), size_(size), name_(std::move(name)) {
-    r_.summary.file_bytes = size;
-  }
-  GgufCheckResult Run() {
-    if (header() && kvs() && tensors() && layout()) r_.status = Status::Ok();
-    return std::move(r_);
-  }
-
- private:
-  uint64_t remaining() const { return size_ - pos_; }
-  std::string field(const char* suffix) const {
-    std::string f = ctx_;
-    if (elem_ >= 0) {  // appended piecewise: "[" + to_string() trips GCC 12's -Wrestrict
-      f += '[';
-      f += std::to_string(elem_);
-      f += ']';
-    }
-    f += suffix;
-    return f;
-  }
-
-  // Records the first problem; always returns false so callers can `return fail(...)`.
-  bool fail(GgufError e, const std::string& where, const std::string& what) {
-    r_.error = e;
-    r_.field = where;
-    r_.offset = field_start_;
-    std::string advice;
-    switch (e) {
-      case GgufError::kBadMagic:
-        advice = "edgellm loads .gguf files; convert the model to GGUF first";
-        break;
-      case GgufError::kBadVersion:
-        advice = "convert or fetch the model again as GGUF v3 (little-endian)";
-        break;
-      case GgufError::kTruncated:
-        advice = "the file was cut short (an interrupted download or copy); fetch the model again";
-        break;
-      case GgufError::kDataOutOfFile:
-        advice =
-            "the file is shorter than its tensor table says (an interrupted download or "
-            "copy?); fetch the model again";
-        break;
-      default:
-        advice = "the file is damaged; fetch the model again";
-    }
-    r_.status = Status::CorruptData(name_ + ": " + where + ": " + what + " (at byte " +
-                                    std::to_string(field_start_) + "): " + advice);
-    return false;
-  }
-  bool io_fail() {
-    r_.error = GgufError::kIo;
-    r_.field = field("");
-    r_.offset = pos_;
-    r_.status = Status::Unavailable("cannot read " + name_ + " at byte " + std::to_string(pos_) +
-                                    " (" + std::strerror(errno) +
-                                    "; did it change while being read?): check the file");
-    return false;
-  }
-
-  // kTruncated unless the n bytes of the field `suffix` are in the file.
-  bool need(uint64_t n, const char* suffix) {
-    if (n <= remaining()) return true;
-    return fail(GgufError::kTruncated, field(suffix),
-                "the file ends " + std::to_string(remaining()) + " bytes into this " +
-                    std::to_string(n) + "-byte field");
-  }
-  bool read_raw(void* dst, size_t n, const char* suffix) {
-    field_start_ = pos_;
-    if (!need(n, suffix)) return false;
-    if (!src_->read(pos_, dst, n)) return io_fail();
-    pos_ += n;
-    return true;
-  }
-  template <typename T>
-  bool read(T* v, const char* suffix) {  // a little-endian host: see the static_assert
-    return read_raw(v, sizeof(T), suffix);
-  }
-  // Moves past `n` bytes that the caller promised are there (checked with room()).
-  void skip(uint64_t n) { pos_ += n; }
-  // Whether `count` items of at least `each` bytes fit in what is left.
-  bool room(uint64_t count, uint64_t each) const { return count <= remaining() / each; }
-  bool truncated_before(const std::string& where, uint64_t count, const char* what) {
-    return fail(GgufError::kTruncated, where,
-                "declares " + std::to_string(count) + " " + what + " but the file ends " +
-                    std::to_string(remaining()) + " bytes later");
-  }
-
-  bool header();
-  bool kvs();
-  bool kv(uint64_t i);
-  bool key(std::string* k);
-  bool well_known(const std::string& k, uint32_t type);
-  bool value(uint32_t type, const std::string& k);
-  bool string_value(uint64_t max, std::string* keep);
-  bool array(const std::string& k);
-  bool tensors();
-  bool tensor(uint64_t i);
-  bool layout();
-
-  Source* src_;
-  const uint64_t size_;
-  const std::string name_;
-  uint64_t pos_ = 0;
-  uint64_t field_start_ = 0;  // where the field being read starts
-  uint64_t kv_start_ = 0;     // where the KV being read starts
-  std::string ctx_;           // "kv[3] tokenizer.ggml.tokens", "tensor[2] output.weight", or ""
-  int64_t elem_ = -1;         // array element being read, or -1
-  GgufCheckResult r_;
-  std::set<std::string> keys_, tensor_names_;  // bounded by the bytes really read
-  std::vector<TensorRec> tensors_;
-  KnownArray tokens_, scores_, token_types_;
-};
+namespace store {
 
 bool Checker::header() {
   char magic[4] = {};
@@ -494,135 +263,7 @@ bool Checker::array(const std::string& k) {
   return true;
 }
 
-bool Checker::tensors() {
-  for (uint64_t i = 0; i < r_.summary.n_tensors; ++i) {
-    if (!tensor(i)) return false;
-  }
-  return true;
-}
-
-bool Checker::tensor(uint64_t i) {
-  static const char* kNe[GGML_MAX_DIMS] = {" .ne[0]", " .ne[1]", " .ne[2]", " .ne[3]"};
-  ctx_ = "tensor[" + std::to_string(i) + "]";
-  uint64_t len = 0;
-  if (!read(&len, " .name")) return false;
-  if (len == 0 || len >= GGML_MAX_NAME) {
-    return fail(GgufError::kBadTensorName, field(" .name"),
-                "name length " + std::to_string(len) + ", ggml allows 1.." +
-                    std::to_string(GGML_MAX_NAME - 1));
-  }
-  std::string name(static_cast<size_t>(len), '\0');
-  if (!read_raw(name.data(), name.size(), " .name")) return false;
-  if (name.find('\0') != std::string::npos) {
-    return fail(GgufError::kBadTensorName, field(" .name"),
-                "name \"" + printable(name) + "\" contains a NUL byte");
-  }
-  ctx_ += " " + printable(name);
-  if (!tensor_names_.insert(name).second) {
-    return fail(GgufError::kDuplicateTensor, field(" .name"), "the tensor name appears twice");
-  }
-  uint32_t n_dims = 0;
-  if (!read(&n_dims, " .n_dims")) return false;
-  if (n_dims < 1 || n_dims > GGML_MAX_DIMS) {
-    return fail(GgufError::kBadDims, field(" .n_dims"),
-                "n_dims " + std::to_string(n_dims) + ", expected 1..4");
-  }
-  int64_t ne[GGML_MAX_DIMS] = {1, 1, 1, 1};
-  int64_t n_elem = 1;
-  for (uint32_t d = 0; d < n_dims; ++d) {
-    if (!read(&ne[d], kNe[d])) return false;
-    if (ne[d] <= 0) {
-      return fail(GgufError::kBadDims, field(kNe[d]), "dimension " + std::to_string(ne[d]));
-    }
-    if (n_elem > INT64_MAX / ne[d]) {
-      return fail(GgufError::kShapeOverflow, field(kNe[d]),
-                  "the element count overflows 63 bits at this dimension");
-    }
-    n_elem *= ne[d];
-  }
-  int32_t type = 0;
-  if (!read(&type, " .type")) return false;
-  const bool known = type >= 0 && type < GGML_TYPE_COUNT;
-  const size_t type_size = known ? ggml_type_size(static_cast<ggml_type>(type)) : 0;
-  const int64_t blck = known ? ggml_blck_size(static_cast<ggml_type>(type)) : 0;
-  if (type_size == 0 || blck <= 0) {
-    return fail(GgufError::kBadTensorType, field(" .type"),
-                "ggml type " + std::to_string(type) + " is unknown to this build or removed");
-  }
-  if (ne[0] % blck != 0) {
-    return fail(GgufError::kBadDims, field(kNe[0]),
-                std::to_string(ne[0]) + " elements per row, not a multiple of " +
-                    ggml_type_name(static_cast<ggml_type>(type)) + "'s block of " +
-                    std::to_string(blck));
-  }
-  const uint64_t blocks = static_cast<uint64_t>(n_elem / blck);
-  if (blocks > static_cast<uint64_t>(INT64_MAX) / type_size) {
-    return fail(GgufError::kShapeOverflow, field(" .type"),
-                "the size in bytes of " + std::to_string(blocks) + " blocks of " +
-                    std::to_string(type_size) + " overflows 63 bits");
-  }
-  uint64_t offset = 0;
-  if (!read(&offset, " .offset")) return false;
-  if (offset % r_.summary.alignment != 0) {
-    return fail(GgufError::kMisalignedOffset, field(" .offset"),
-                "data offset " + std::to_string(offset) + " is not a multiple of the alignment " +
-                    std::to_string(r_.summary.alignment));
-  }
-  tensors_.push_back(TensorRec{i, offset, blocks * type_size, field_start_, ctx_});
-  return true;
-}
-
-bool Checker::layout() {
-  ctx_.clear();
-  GgufSummary& s = r_.summary;
-  const uint64_t header_end = pos_;
-  // ggml pads the header to the alignment only when tensor data follows (vocab files end
-  // right after their last KV).
-  if (tensors_.empty()) {
-    s.data_offset = header_end;
-    return true;
-  }
-  s.data_offset = header_end + (s.alignment - header_end % s.alignment) % s.alignment;
-  if (s.data_offset > size_) {
-    field_start_ = header_end;
-    return fail(GgufError::kTruncated, "padding before the tensor data",
-                "the file ends at byte " + std::to_string(size_) +
-                    ", before the tensor data starts at byte " + std::to_string(s.data_offset));
-  }
-  const uint64_t avail = size_ - s.data_offset;
-  for (const TensorRec& t : tensors_) {
-    if (t.offset > avail || t.nbytes > avail - t.offset) {
-      field_start_ = t.offset_pos;
-      return fail(GgufError::kDataOutOfFile, t.field + " .offset",
-                  "its " + std::to_string(t.nbytes) + " bytes at data offset " +
-                      std::to_string(t.offset) + " reach past the end of the file (" +
-                      std::to_string(avail) + " bytes of data after byte " +
-                      std::to_string(s.data_offset) + ")");
-    }
-    s.data_bytes = std::max(s.data_bytes, t.offset + t.nbytes);
-  }
-  // Sorted by offset, any overlap shows between neighbours.
-  std::vector<const TensorRec*> order;
-  order.reserve(tensors_.size());
-  for (const TensorRec& t : tensors_) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](const TensorRec* a, const TensorRec* b) {
-    return a->offset != b->offset ? a->offset < b->offset : a->index < b->index;
-  });
-  for (size_t k = 1; k < order.size(); ++k) {
-    const TensorRec& a = *order[k - 1];
-    const TensorRec& b = *order[k];
-    if (a.offset + a.nbytes > b.offset) {
-      field_start_ = b.offset_pos;
-      return fail(GgufError::kOverlap, b.field + " .offset",
-                  "its data at offset " + std::to_string(b.offset) + " overlaps " + a.field +
-                      " (offsets " + std::to_string(a.offset) + ".." +
-                      std::to_string(a.offset + a.nbytes) + ")");
-    }
-  }
-  return true;
-}
-
-}  // namespace
+}  // namespace store
 
 const char* gguf_error_name(GgufError error) {
   // clang-format off
@@ -639,8 +280,8 @@ const char* gguf_error_name(GgufError error) {
 }
 
 GgufCheckResult check_gguf_bytes(const uint8_t* data, size_t size, const std::string& name) {
-  MemorySource src(data);
-  return Checker(&src, data ? size : 0, name).Run();
+  store::MemorySource src(data);
+  return store::Checker(&src, data ? size : 0, name).Run();
 }
 
 GgufCheckResult check_gguf_file(const std::string& path) {
@@ -658,8 +299,8 @@ GgufCheckResult check_gguf_file(const std::string& path) {
     if (fd >= 0) ::close(fd);
     return r;
   }
-  FileSource src(fd);
-  r = Checker(&src, static_cast<uint64_t>(st.st_size), path).Run();
+  store::FileSource src(fd);
+  r = store::Checker(&src, static_cast<uint64_t>(st.st_size), path).Run();
   ::close(fd);
   return r;
 }

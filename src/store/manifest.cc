@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "edgellm/package.h"
+#include "edgellm/manifest.h"
 
 namespace edgellm {
 namespace {

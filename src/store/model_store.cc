@@ -14,7 +14,8 @@
 #include <sstream>
 #include <vector>
 
-#include "edgellm/edgellm.h"
+#include "core/atomic_file.h"
+#include "edgellm/platform.h"
 #include "edgellm/gguf_check.h"
 #include "edgellm/store.h"
 #include "store/download_fetch.h"
@@ -41,20 +42,6 @@ Status sync_path(const fs::path& p) {
   ::close(fd);
   if (rc != 0) return Status::Unavailable("fsync " + p.string() + ": " + std::strerror(errno));
   return Status::Ok();
-}
-
-Status write_file_durably(const fs::path& path, const std::string& bytes) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f.flush()) return Status::ResourceExhausted("cannot write " + tmp.string() + ": disk full?");
-  }
-  EDGELLM_RETURN_IF_ERROR(sync_path(tmp));
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable("cannot rename " + tmp.string() + ": " + ec.message());
-  return sync_path(path.parent_path());
 }
 
 size_t append_body(char* data, size_t size, size_t n, void* user) {
@@ -227,7 +214,9 @@ Result<InstalledModel> ModelStore::Install(const std::string& manifest_url,
                                  "valid GGUF (" + gc.status.message() + "): the package is broken");
     }
     EDGELLM_RETURN_IF_ERROR(sync_path(spec.dest));
-    EDGELLM_RETURN_IF_ERROR(write_file_durably(stage_dir / "manifest.json", manifest_to_json(m)));
+    EDGELLM_RETURN_IF_ERROR(
+        write_file_atomically((stage_dir / "manifest.json").string(), manifest_to_json(m),
+                              "the manifest"));
 
     step("commit");
     fs::create_directories(model_dir, ec);

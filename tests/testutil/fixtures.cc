@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "edgellm/model.h"
 #include "edgellm/synth.h"
 
 namespace fs = std::filesystem;
@@ -38,6 +39,28 @@ std::string synth_model(const std::string& preset, const std::string& type) {
     return {};
   }
   return path;
+}
+
+edgellm::Generation generate_locally(const std::string& model, std::string_view prompt,
+                                     const edgellm::GenerateOptions& options) {
+  auto m = edgellm::Model::Load(model);
+  if (!m.ok()) {
+    ADD_FAILURE() << "load " << model << ": " << m.status().ToString();
+    return {};
+  }
+  edgellm::SessionOptions so;
+  so.n_ctx = 512;
+  auto s = edgellm::Session::Create(**m, so);
+  if (!s.ok()) {
+    ADD_FAILURE() << "session on " << model << ": " << s.status().ToString();
+    return {};
+  }
+  auto g = (*s)->Generate(prompt, options);
+  if (!g.ok()) {
+    ADD_FAILURE() << "generate on " << model << ": " << g.status().ToString();
+    return {};
+  }
+  return *g;
 }
 
 std::string scratch_dir(const std::string& name) {

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+
+#include "edgellm/session.h"
 
 namespace testutil {
 
@@ -16,6 +19,11 @@ std::string read_file(const std::string& path);
 // The vocabulary GGUF synth uses.
 std::string vocab_path();
 std::string fixture_dir();
+
+// The reference for anything served over loopback: `prompt` on a fresh local Session over
+// `model` (n_ctx 512, as the tests' servers use). Fails the test when it cannot run.
+edgellm::Generation generate_locally(const std::string& model, std::string_view prompt,
+                                     const edgellm::GenerateOptions& options);
 
 // Runs the edgellm CLI binary with `args` (shell syntax) and collects its exit code, stdout
 // and stderr.

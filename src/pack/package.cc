@@ -12,8 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "edgellm/edgellm.h"
+#include "core/atomic_file.h"
 #include "edgellm/gguf_check.h"
+#include "edgellm/model.h"
+#include "edgellm/planner.h"
+#include "edgellm/platform.h"
+#include "edgellm/quantize.h"
 #include "store/sha256.h"
 
 namespace edgellm {
@@ -157,29 +161,11 @@ Status hash_and_copy(const std::string& src, const std::string& dst, const PackO
                                " bytes expected): pack it again once nothing writes to it");
   }
   m->sha256 = whole.HexDigest();
-  if (out.fd >= 0 && ::fsync(out.fd) != 0) {
-    return Status::ResourceExhausted("cannot flush " + dst + ": " + errno_text());
-  }
   return Status::Ok();
 }
 
-Status write_file_synced(const std::string& path, const std::string& text) {
-  Fd f{::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (f.fd < 0) return Status::Unavailable("cannot create " + path + ": " + errno_text());
-  EDGELLM_RETURN_IF_ERROR(write_all(f.fd, text.data(), text.size(), path));
-  if (::fsync(f.fd) != 0) {
-    return Status::ResourceExhausted("cannot flush " + path + ": " + errno_text());
-  }
-  return Status::Ok();
-}
-
-void sync_dir(const std::string& dir) {
-  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (d.fd >= 0) ::fsync(d.fd);
-}
-
-// Removes what a failed pack wrote: temporaries, and the folder if pack made it and it is
-// empty again.
+// Removes what a failed pack wrote (a model without its manifest), and the folder if pack
+// made it and it is empty again. Temporaries go with their AtomicFile.
 struct Cleanup {
   std::vector<std::string> files;
   std::string created_dir;
@@ -210,29 +196,22 @@ Result<Manifest> pack_model(const std::string& model_path, const PackOptions& o)
   } else if (!fs::is_directory(o.out_dir, ec)) {
     return Status::InvalidArgument(o.out_dir + " exists and is not a folder: pass another -o");
   }
-  const std::string suffix = ".partial." + std::to_string(::getpid());
   const std::string dest = (fs::path(o.out_dir) / m.file).string();
   const std::string manifest_path = (fs::path(o.out_dir) / kManifestFileName).string();
   const bool in_place = fs::exists(dest, ec) && fs::equivalent(model_path, dest, ec);
-  const std::string tmp_model = in_place ? std::string() : dest + suffix;
-  const std::string tmp_manifest = manifest_path + suffix;
-  if (!in_place) cleanup.files.push_back(tmp_model);
-  cleanup.files.push_back(tmp_manifest);
+  AtomicFile model_file(dest), manifest_file(manifest_path);
 
-  EDGELLM_RETURN_IF_ERROR(hash_and_copy(model_path, tmp_model, o, &m));
+  EDGELLM_RETURN_IF_ERROR(hash_and_copy(model_path, in_place ? "" : model_file.path(), o, &m));
   EDGELLM_RETURN_IF_ERROR(validate_manifest(m));
-  EDGELLM_RETURN_IF_ERROR(write_file_synced(tmp_manifest, manifest_to_json(m)));
+  EDGELLM_RETURN_IF_ERROR(write_bytes(manifest_file.path(), manifest_to_json(m), "the manifest"));
   // The model first, the manifest last: a manifest.json in the folder always describes the
   // file next to it.
-  if (!in_place && std::rename(tmp_model.c_str(), dest.c_str()) != 0) {
-    return Status::Unavailable("cannot move the model into place at " + dest + ": " + errno_text());
-  }
-  if (std::rename(tmp_manifest.c_str(), manifest_path.c_str()) != 0) {
+  if (!in_place) EDGELLM_RETURN_IF_ERROR(model_file.Commit("the model"));
+  Status st = manifest_file.Commit("the manifest");
+  if (!st.ok()) {
     if (!in_place) cleanup.files.push_back(dest);
-    return Status::Unavailable("cannot move the manifest into place at " + manifest_path + ": " +
-                               errno_text());
+    return st;
   }
-  sync_dir(o.out_dir);
   cleanup.armed = false;
   return m;
 }

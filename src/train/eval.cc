@@ -58,7 +58,7 @@ struct LogitRunner {
   }
   // Rows for positions [0, n-1) of the window: predictions of toks[1..n).
   Status Window(const std::vector<llama_token>& toks, std::vector<float>* rows) {
-    llama_memory_clear(llama_get_memory(ctx), true);
+    engine::kv_clear(ctx);
     const int32_t n = static_cast<int32_t>(toks.size());
     llama_batch b = llama_batch_init(n, 0, 1);
     for (int32_t i = 0; i < n; ++i) {

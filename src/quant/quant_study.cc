@@ -20,7 +20,7 @@
 #include "edgellm/train.h"
 #include "engine/llama_glue.h"
 #include "engine/model_impl.h"
-#include "engine/ggml_ptr.h"
+#include "engine/gguf_io.h"
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -174,7 +174,7 @@ Status compute_imatrix(const ImatrixOptions& o) {
   const int32_t total = (n + kWindow - 1) / kWindow;
   int32_t done = 0;
   for (int32_t start = 0; start < n; start += kWindow, ++done) {
-    llama_memory_clear(llama_get_memory(ctx), true);  // each window from position 0
+    engine::kv_clear(ctx);  // each window from position 0
     const int rc = llama_decode(
         ctx, llama_batch_get_one(toks->data() + start, std::min(kWindow, n - start)));
     if (rc != 0 || !col.error.empty()) {

@@ -2,9 +2,7 @@
 // imatrix read and checked before any work, output stamped and moved into place atomically).
 #include "edgellm/quantize.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -18,12 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/sys.h"
-#include "edgellm/edgellm.h"
+#include "edgellm/platform.h"
 #include "edgellm/gguf_check.h"
-#include "edgellm/package.h"
+#include "edgellm/manifest.h"
 #include "engine/llama_glue.h"
-#include "engine/ggml_ptr.h"
+#include "engine/gguf_io.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "llama-ext.h"
@@ -55,8 +54,8 @@ Status read_imatrix_gguf(const std::string& path, std::vector<ImatrixEntry>* out
   if (!check.ok()) return imatrix_error(path, check.status.message());
   ggml_context* raw = nullptr;
   gguf_init_params p{/*no_alloc=*/false, &raw};
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), p));
-  std::unique_ptr<ggml_context, GgmlFree> ctx(raw);
+  GgufPtr g(gguf_init_from_file(path.c_str(), p));
+  GgmlPtr ctx(raw);
   if (!g || !ctx) return imatrix_error(path, "ggml cannot read it");
   const std::string kSums = ".in_sum2", kCounts = ".counts";
   for (ggml_tensor* t = ggml_get_first_tensor(ctx.get()); t;
@@ -161,8 +160,8 @@ Result<std::vector<ImatrixEntry>> read_imatrix(const std::string& path) {
 uint64_t estimate_output_bytes(const std::string& input, llama_ftype ftype) {
   ggml_context* raw = nullptr;
   gguf_init_params p{/*no_alloc=*/true, &raw};
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(input.c_str(), p));
-  std::unique_ptr<ggml_context, GgmlFree> ctx(raw);
+  GgufPtr g(gguf_init_from_file(input.c_str(), p));
+  GgmlPtr ctx(raw);
   if (!g || !ctx) return 0;
   const ggml_type target = llama_ftype_get_default_type(ftype);
   const bool quantized = target != GGML_TYPE_COUNT && target != GGML_TYPE_F32 &&
@@ -242,13 +241,6 @@ Status run_quantizer(const QuantizeOptions& o, const llama_model_quantize_params
   const GgufCheckResult check = check_gguf_file(tmp_out);
   if (!check.ok())
     return Status::Internal("the quantizer wrote a bad GGUF: " + check.status.message());
-  // On disk before the rename makes it visible under its real name.
-  const int fd = ::open(tmp_out.c_str(), O_RDONLY | O_CLOEXEC);
-  const bool synced = fd >= 0 && ::fsync(fd) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!synced) {
-    return Status::ResourceExhausted("cannot flush " + tmp_out + ": " + std::strerror(errno));
-  }
   return Status::Ok();
 }
 
@@ -291,17 +283,9 @@ Status quantize_model(const QuantizeOptions& o) {
   qp.kv_overrides = kv;
   qp.imatrix = imatrix_refs.empty() ? nullptr : imatrix_refs.data();
 
-  // Unique temporary: concurrent writers of the same output never share a partial file.
-  const std::string tmp_out = o.output + ".partial." + std::to_string(::getpid());
-  Status st = run_quantizer(o, qp, tmp_out, estimate_output_bytes(o.input, ftype));
-  if (st.ok() && std::rename(tmp_out.c_str(), o.output.c_str()) != 0) {
-    st = Status::Unavailable("cannot move the model into place at " + o.output + ": " +
-                             std::strerror(errno));
-  }
-  if (!st.ok()) {
-    std::remove(tmp_out.c_str());
-    return st;
-  }
+  AtomicFile out(o.output);
+  EDGELLM_RETURN_IF_ERROR(run_quantizer(o, qp, out.path(), estimate_output_bytes(o.input, ftype)));
+  EDGELLM_RETURN_IF_ERROR(out.Commit("the model"));
   if (o.on_progress) o.on_progress(1.0f);
   return Status::Ok();
 }
@@ -310,7 +294,7 @@ Result<FormatStamp> read_format_stamp(const std::string& path) {
   const GgufCheckResult check = check_gguf_file(path);
   if (!check.ok()) return check.status;
   gguf_init_params p{/*no_alloc=*/true, /*ctx=*/nullptr};
-  std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), p));
+  GgufPtr g(gguf_init_from_file(path.c_str(), p));
   if (!g) return Status::CorruptData("cannot read the GGUF metadata of " + path);
   FormatStamp s;
   const int64_t fmt = gguf_find_key(g.get(), kKeyFormat);

@@ -14,7 +14,7 @@
 #include "core/sys.h"
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
-#include "engine/ggml_ptr.h"
+#include "engine/gguf_io.h"
 #include "core/rng.h"
 #include "ggml.h"
 #include "gguf.h"
@@ -22,11 +22,6 @@
 
 namespace edgellm {
 namespace {
-
-struct FileClose {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using GgufPtr = std::unique_ptr<gguf_context, GgufFree>;
 
 constexpr int32_t kTokenTypeUnused = 5;  // llama_token_type LLAMA_TOKEN_TYPE_UNUSED
 
@@ -198,7 +193,6 @@ void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, 
   for (int64_t i = 0; i < n; ++i) dst[i] = (rng.uniform() * 2.0f - 1.0f) * a;
 }
 
-// Writes the unquantized (F16 or F32) model to `path`.
 // Writes the F16 (or F32) base model with random weights; with header_only, the header of the
 // `ftype` model and a hole of the data's size instead.
 Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_ftype ftype,
@@ -216,7 +210,7 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
 
   const std::vector<TensorSpec> specs = tensor_specs(p);
   ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, /*no_alloc=*/true};
-  std::unique_ptr<ggml_context, GgmlFree> gctx(ggml_init(ip));
+  GgmlPtr gctx(ggml_init(ip));
   std::vector<ggml_tensor*> tensors;
   uint64_t total = 0;
   for (const TensorSpec& s : specs) {
@@ -235,60 +229,49 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     gguf_set_val_u32(out.get(), "general.quantization_version", GGML_QNT_VERSION);
   }
 
-  std::unique_ptr<FILE, FileClose> f(std::fopen(path.c_str(), "wb"));
-  if (!f) return Status::Unavailable("cannot create " + path + ": " + std::strerror(errno));
-  std::vector<uint8_t> meta(gguf_get_meta_size(out.get()));
-  gguf_get_meta_data(out.get(), meta.data());
-  bool ok = std::fwrite(meta.data(), 1, meta.size(), f.get()) == meta.size();
+  GgufStreamWriter w;
+  EDGELLM_RETURN_IF_ERROR(w.Open(out.get(), path));
   if (o.header_only) {
     // The data section as a hole: the offset of the last tensor plus its padded size.
     const int64_t last = gguf_get_n_tensors(out.get()) - 1;
     const size_t align = gguf_get_alignment(out.get());
     size_t data = gguf_get_tensor_offset(out.get(), last) + gguf_get_tensor_size(out.get(), last);
     data = (data + align - 1) / align * align;
-    ok = ok && std::fflush(f.get()) == 0 &&
-         ::ftruncate(::fileno(f.get()), static_cast<off_t>(meta.size() + data)) == 0;
+    const size_t meta = gguf_get_meta_size(out.get());
+    const bool ok = w.ok() && std::fflush(w.file()) == 0 &&
+                    ::ftruncate(::fileno(w.file()), static_cast<off_t>(meta + data)) == 0;
     if (!ok) {
       return Status::ResourceExhausted("writing " + path + " failed: " + std::strerror(errno));
     }
+    EDGELLM_RETURN_IF_ERROR(w.Close());
     if (o.on_progress) o.on_progress("header", 1.0f);
     return Status::Ok();
   }
 
-  const size_t align = gguf_get_alignment(out.get());
   constexpr int64_t kChunk = 1 << 20;
   std::vector<float> vals(kChunk);
   std::vector<ggml_fp16_t> halfs(kChunk);
-  const char zeros[64] = {};
   uint64_t written = 0;
-  for (size_t i = 0; ok && i < specs.size(); ++i) {
+  for (size_t i = 0; w.ok() && i < specs.size(); ++i) {
     const int64_t n = ggml_nelements(tensors[i]);
     const bool is_f32 = tensors[i]->type == GGML_TYPE_F32;
-    for (int64_t off = 0; ok && off < n; off += kChunk) {
+    for (int64_t off = 0; w.ok() && off < n; off += kChunk) {
       const int64_t m = std::min(kChunk, n - off);
       fill_values(specs[i], o.seed, off, vals.data(), m);
       if (is_f32) {
-        ok = std::fwrite(vals.data(), sizeof(float), m, f.get()) == static_cast<size_t>(m);
+        w.Write(vals.data(), sizeof(float) * static_cast<size_t>(m));
       } else {
         ggml_fp32_to_fp16_row(vals.data(), halfs.data(), m);
-        ok = std::fwrite(halfs.data(), sizeof(ggml_fp16_t), m, f.get()) == static_cast<size_t>(m);
+        w.Write(halfs.data(), sizeof(ggml_fp16_t) * static_cast<size_t>(m));
       }
       written += static_cast<uint64_t>(m) * (is_f32 ? 4 : 2);
       if (o.on_progress && !o.on_progress("weights", static_cast<float>(written) / total)) {
         return Status::Cancelled("synth cancelled");
       }
     }
-    const size_t nbytes = ggml_nbytes(tensors[i]);
-    const size_t pad = (align - nbytes % align) % align;
-    if (ok && pad) ok = std::fwrite(zeros, 1, pad, f.get()) == pad;
+    w.EndTensor();
   }
-  if (ok) ok = std::fflush(f.get()) == 0;
-  if (!ok) {
-    return Status::ResourceExhausted("writing " + path + " failed (" + std::strerror(errno) +
-                                     "): check free disk space (" + std::to_string(total >> 20) +
-                                     " MiB needed)");
-  }
-  return Status::Ok();
+  return w.Close("check free disk space (" + std::to_string(total >> 20) + " MiB needed)");
 }
 
 }  // namespace
@@ -326,10 +309,9 @@ Status synth_model(const SynthOptions& o) {
   const bool base_only =
       o.header_only || ftype == LLAMA_FTYPE_ALL_F32 || ftype == LLAMA_FTYPE_MOSTLY_F16;
   // Unique temporaries: concurrent writers of the same output never share a partial file.
-  const std::string suffix = ".partial." + std::to_string(::getpid());
-  const std::string tmp_out = o.output + suffix;
-  const std::string tmp_base = o.output + ".base" + suffix;
-  const std::string base = base_only ? tmp_out : tmp_base;
+  AtomicFile out(o.output);
+  AtomicFile tmp_base(o.output, "base.partial");  // scratch: removed on return
+  const std::string& base = base_only ? out.path() : tmp_base.path();
   Status st = write_base(*preset, o, ftype == LLAMA_FTYPE_ALL_F32, ftype, base);
   if (st.ok() && !base_only) {
     if (o.on_progress && !o.on_progress("quantize", 0.0f)) st = Status::Cancelled("synth cancelled");
@@ -338,21 +320,16 @@ Status synth_model(const SynthOptions& o) {
       qp.ftype = ftype;
       qp.nthread = o.n_threads > 0 ? o.n_threads : physical_cores();
       engine::take_llama_errors();
-      if (llama_model_quantize(base.c_str(), tmp_out.c_str(), &qp) != 0) {
+      if (llama_model_quantize(base.c_str(), out.path().c_str(), &qp) != 0) {
         st = Status::Internal("llama_model_quantize to " + o.type + " failed: " +
                               engine::take_llama_errors());
       } else if (o.on_progress) {
         o.on_progress("quantize", 1.0f);
       }
     }
-    std::remove(tmp_base.c_str());
   }
-  if (st.ok() && std::rename(tmp_out.c_str(), o.output.c_str()) != 0) {
-    st = Status::Unavailable("cannot move the model into place at " + o.output + ": " +
-                             std::strerror(errno));
-  }
-  if (!st.ok()) std::remove(tmp_out.c_str());
-  return st;
+  if (!st.ok()) return st;
+  return out.Commit("the model");
 }
 
 }  // namespace edgellm

@@ -1,0 +1,44 @@
+#include "engine/decode_control.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/llama_glue.h"
+
+namespace edgellm::engine {
+
+DecodeControl::DecodeControl(llama_context* ctx, int32_t n_threads, PowerGovernor* governor,
+                             const std::atomic<bool>& cancel, Stats* stats)
+    : ctx_(ctx),
+      n_threads_(n_threads),
+      cur_threads_(n_threads),
+      governor_(governor),
+      cancel_(cancel),
+      stats_(stats) {
+  llama_set_n_threads(ctx_, cur_threads_, cur_threads_);  // undo the last call's throttle
+  stats_->min_threads = cur_threads_;
+}
+
+void DecodeControl::Govern() {
+  if (!governor_) return;
+  stats_->paused_ms += governor_->WaitWhilePaused(cancel_);
+  const int32_t want = governor_->ThreadsFor(n_threads_);
+  if (want != cur_threads_) {
+    llama_set_n_threads(ctx_, want, want);
+    cur_threads_ = want;
+    ++stats_->thread_changes;
+    stats_->min_threads = std::min(stats_->min_threads, cur_threads_);
+  }
+}
+
+Result<FinishReason> DecodeControl::Decode(llama_token* tokens, int32_t n, const char* phase) {
+  const int32_t rc = llama_decode(ctx_, llama_batch_get_one(tokens, n));
+  if (rc == 0) return FinishReason::kNone;
+  if (rc == 2) return FinishReason::kCancelled;
+  if (rc == 1) return FinishReason::kContextFull;
+  const std::string why = take_llama_errors();
+  return Status::Internal(std::string("llama_decode failed during ") + phase + " (code " +
+                          std::to_string(rc) + ")" + (why.empty() ? "" : ": " + why));
+}
+
+}  // namespace edgellm::engine

@@ -1,0 +1,42 @@
+// DecodeControl: what both phases of a generation do around every llama_decode call: check
+// the cancel flag, apply the power governor (pause, thermal thread count) and map
+// llama_decode's result to a finish reason.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "edgellm/power.h"
+#include "edgellm/session.h"
+#include "llama.h"
+
+namespace edgellm::engine {
+
+class DecodeControl {
+ public:
+  // `stats` receives the governor's counts (thread_changes, min_threads, paused_ms). `governor`
+  // may be null. All must outlive the control.
+  DecodeControl(llama_context* ctx, int32_t n_threads, PowerGovernor* governor,
+                const std::atomic<bool>& cancel, Stats* stats);
+
+  bool cancelled() const { return cancel_.load(); }
+  // Waits while the governor pauses and applies its thread count. Call between decodes only.
+  void Govern();
+  // Decodes `n` tokens after what the KV cache holds. kNone on success, kCancelled when the
+  // abort callback stopped it, kContextFull when the cache has no room; another failure is
+  // kInternal with llama.cpp's message, naming `phase` ("prefill", "decode").
+  Result<FinishReason> Decode(llama_token* tokens, int32_t n, const char* phase);
+
+  PowerGovernor* governor() const { return governor_; }
+  llama_context* context() const { return ctx_; }
+
+ private:
+  llama_context* ctx_;
+  int32_t n_threads_;
+  int32_t cur_threads_;
+  PowerGovernor* governor_;
+  const std::atomic<bool>& cancel_;
+  Stats* stats_;
+};
+
+}  // namespace edgellm::engine

@@ -1,0 +1,30 @@
+// TextPrefiller: decodes prompt tokens into the KV cache in chunks of n_batch (ExecuTorch's
+// TextPrefiller). Compute buffers stay bounded by the chunk, not the prompt, and cancel and
+// the governor act between chunks. It decodes from whatever position the cache ends at, so a
+// caller that keeps a prefix in the cache prefills only the tokens after it.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "engine/decode_control.h"
+
+namespace edgellm::engine {
+
+class TextPrefiller {
+ public:
+  TextPrefiller(DecodeControl& control, int32_t n_batch) : control_(control), n_batch_(n_batch) {}
+
+  // Decodes `tokens` after what the cache holds. `on_chunk(done, total)` runs after each chunk
+  // (false cancels). `*n_done` counts the tokens decoded. Returns kNone when all were decoded,
+  // else why it stopped (kCancelled, kContextFull); errors as DecodeControl::Decode.
+  Result<FinishReason> Prefill(std::vector<llama_token>& tokens,
+                               const std::function<bool(int32_t, int32_t)>& on_chunk,
+                               int32_t* n_done);
+
+ private:
+  DecodeControl& control_;
+  int32_t n_batch_;
+};
+
+}  // namespace edgellm::engine
