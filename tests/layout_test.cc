@@ -263,6 +263,20 @@ TEST_F(LayoutTest, LlamaCppHeadersStayWhereTheTableSays) {
   }
 }
 
+// llama.cpp's common library (chat templates, grammars) is used by the glue alone.
+TEST_F(LayoutTest, LlamaCppCommonOnlyInTheGlue) {
+  const std::set<std::string> common = {"chat.h", "common.h", "sampling.h", "log.h", "arg.h",
+                                        "json-schema-to-grammar.h", "ngram-cache.h"};
+  for (const fs::path& file : sources(kRoot / "src")) {
+    const std::string rel = fs::relative(file, kRoot).string();
+    if (rel.rfind("src/engine/llama_glue", 0) == 0) continue;
+    for (const std::string& inc : quoted_includes(read(file))) {
+      EXPECT_FALSE(common.count(inc)) << rel << " includes llama.cpp common's " << inc
+                                      << ": go through src/engine/llama_glue.h";
+    }
+  }
+}
+
 // The llama.cpp calls that change between versions go through src/engine/llama_glue.h.
 TEST_F(LayoutTest, VersionSensitiveLlamaCallsOnlyInTheGlue) {
   const std::vector<std::string> versioned = {

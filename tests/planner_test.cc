@@ -113,8 +113,9 @@ TEST(TiersTest, TableFollowsSizesQuantsAndTiers) {
   o.scratch_dir = testutil::scratch_dir("tiers");
   auto rows = plan_tiers(o);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
-  // 4 presets (0.5B-7B) x 2 quants from exact shapes, 3 sizes x 2 quants by the formula.
-  ASSERT_EQ(rows->size(), 14u);
+  // 5 presets (Qwen2.5 0.5B-7B, DeepSeek-R1-Distill-Qwen-1.5B) x 2 quants from exact shapes,
+  // 3 sizes x 2 quants by the formula.
+  ASSERT_EQ(rows->size(), 16u);
   std::map<std::string, const TierRow*> by;
   for (const auto& r : *rows) {
     by[r.model + "/" + r.quant] = &r;

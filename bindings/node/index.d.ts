@@ -73,6 +73,13 @@ export interface GenerateOptions {
   /** Format the prompt as one user turn with the model's chat template. Default false. */
   chat?: boolean;
   systemPrompt?: string;
+  /** Earlier turns, oldest first, for a stateless chat (implies chat and reusePrefix): the
+   * session's KV cache keeps the longest prefix it already holds, so sending the whole history
+   * every turn prefills only what is new. Conversation (model.conversation()) keeps it for you. */
+  history?: ChatMessage[];
+  /** Keep the longest token prefix the KV cache holds from the last call and prefill only the
+   * rest (the output is the same). Default false, true with history. */
+  reusePrefix?: boolean;
   /** Generation stops before any of these strings. */
   stop?: string[];
   /** Keep generating past end-of-generation tokens (benchmarks). Default false. */
@@ -100,7 +107,13 @@ export interface BatchInfo {
 }
 
 export interface GenerationStats {
+  /** Prompt tokens prefilled by this call. */
   nPrompt: number;
+  /** Prompt tokens reused from the KV cache (the prompt is nCached + nPrompt tokens). */
+  nCached: number;
+  /** Conversations: whole turns dropped to make room in the context, and their tokens. */
+  turnsDropped: number;
+  tokensDropped: number;
   prefillMs: number;
   prefillTps: number;
   /** From generate() being called (after queueing) to the first generated token. */
@@ -143,8 +156,79 @@ export class Model {
   stream(prompt: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
   /** Frees the KV cache now (rebuilt on the next generate) to give memory back. */
   releaseKv(): Promise<void>;
+  /** A conversation that keeps its KV cache between turns. Rejects with ERR_INVALID_ARGUMENT
+   * when the model has no chat template (unless chatmlFallback) or an option is bad. */
+  conversation(options?: ConversationOptions): Promise<Conversation>;
+  /** A conversation saved with conversation.save(): history always, the KV cache when the file
+   * was made with this model, context size, adapters and llama.cpp build and is intact
+   * (conversation.restoreInfo says which). ERR_NOT_FOUND / ERR_CORRUPT_DATA otherwise. */
+  restoreConversation(path: string, options?: ConversationOptions): Promise<Conversation>;
   /** Cancels the running and queued generations (they resolve "cancelled"), waits for the
    * worker, then frees the model. Idempotent; later generate() calls reject (ERR_DISPOSED). */
+  dispose(): Promise<void>;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | string;
+  content: string;
+}
+
+export type OverflowPolicy = "drop_oldest" | "fail";
+
+export interface ConversationOptions {
+  systemPrompt?: string;
+  /** When a turn or its reply does not fit the context: drop the oldest whole turns and keep
+   * the system prompt ("drop_oldest", default), or reject with ERR_RESOURCE_EXHAUSTED. */
+  overflow?: OverflowPolicy;
+  /** A folder where prepare() keeps the system prompt's KV cells between app starts. */
+  promptCache?: string;
+  /** Budget of that folder; least recently used files go beyond it. Default 256 MiB. */
+  promptCacheBytes?: number;
+  /** Use ChatML for a model without a chat template of its own. Default false. */
+  chatmlFallback?: boolean;
+}
+
+export interface PrepareStats {
+  nTokens: number;
+  /** From the prompt cache rather than prefilled. */
+  restored: boolean;
+  ms: number;
+  stateBytes: number;
+  whyNotRestored: string;
+}
+
+export interface RestoreInfo {
+  kvRestored: boolean;
+  nTokens: number;
+  whyNot: string;
+}
+
+/** A chat on a Model that keeps its KV cache: each reply prefills only the new turn. Calls are
+ * queued on the model with its generate() calls (one request at a time). */
+export class Conversation {
+  /** Oldest first, system prompt not included (a copy). */
+  readonly history: ChatMessage[];
+  readonly systemPrompt: string;
+  readonly overflow: OverflowPolicy;
+  readonly disposed: boolean;
+  /** Set by model.restoreConversation(). */
+  readonly restoreInfo?: RestoreInfo;
+  /** Adds a user turn and generates the reply (added to the history, also when cancelled
+   * with text). chat, systemPrompt, history and reusePrefix are the conversation's. */
+  send(text: string, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(text: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
+  /** Drops the last reply (if any) and answers the last user turn again. */
+  regenerate(options?: GenerateOptions): Promise<GenerateResult>;
+  truncate(nMessages: number): Promise<void>;
+  /** Replaces message `index` and drops those after it; regenerate() answers it. */
+  edit(index: number, text: string): Promise<void>;
+  reset(): Promise<void>;
+  setHistory(messages: ChatMessage[]): Promise<void>;
+  /** Prefills the system prompt now (from the prompt cache when it holds it). */
+  prepare(): Promise<PrepareStats>;
+  /** History and, when they are this conversation's, the KV cells, written atomically. */
+  save(path: string): Promise<void>;
+  /** Frees the native conversation; idempotent. Later calls reject with ERR_DISPOSED. */
   dispose(): Promise<void>;
 }
 

@@ -45,7 +45,8 @@ function abortError(signal) {
 
 function emptyStats(queuedMs) {
   return {
-    nPrompt: 0, prefillMs: 0, prefillTps: 0, ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
+    nPrompt: 0, nCached: 0, turnsDropped: 0, tokensDropped: 0, prefillMs: 0, prefillTps: 0,
+    ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
     peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, batches: 0,
     deliveryP50Us: 0, deliveryP99Us: 0, queuedMs,
   };
@@ -54,11 +55,15 @@ function emptyStats(queuedMs) {
 function nativeGenerateOptions(o) {
   const out = {};
   for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'seed',
-                   'chat', 'systemPrompt', 'stop', 'batchTokens', 'batchMs', 'ignoreEos']) {
+                   'chat', 'systemPrompt', 'history', 'reusePrefix', 'stop', 'batchTokens',
+                   'batchMs', 'ignoreEos']) {
     if (o[k] !== undefined) out[k] = o[k];
   }
   return out;
 }
+
+const { Conversation } = require('./conversation.js');
+const { textStream } = require('./stream.js');
 
 class Model {
   #native;
@@ -112,8 +117,47 @@ class Model {
   generate(prompt, options = {}) {
     if (this.#disposed) return Promise.reject(disposedError());
     if (typeof prompt !== 'string') return Promise.reject(new TypeError('prompt must be a string'));
+    return this.#enqueue(options, (onBatch) =>
+      this.#native.generate(prompt, nativeGenerateOptions(options), onBatch));
+  }
+
+  /** A conversation on this model (see conversation.js); `ready` settles once it exists. */
+  conversation(options = {}) {
+    if (this.#disposed) throw disposedError();
+    return Conversation.create(this.#bridge(), options);
+  }
+
+  /** A conversation saved with conversation.save(path), with its KV cache when it still fits
+   * this model and session. */
+  restoreConversation(filePath, options = {}) {
+    if (this.#disposed) return Promise.reject(disposedError());
+    if (typeof filePath !== 'string') return Promise.reject(new TypeError('path must be a string'));
+    return Conversation.restore(this.#bridge(), filePath, options);
+  }
+
+  // What a Conversation may do with this model: queue generations and jobs in the model's
+  // order, and reach the native object.
+  #bridge() {
+    return {
+      native: this.#native,
+      generate: (options, start) => {
+        if (this.#disposed) return Promise.reject(disposedError());
+        return this.#enqueue(options, start);
+      },
+      job: (start) => {
+        if (this.#disposed) return Promise.reject(disposedError());
+        return this.#enqueue({}, start, /*job=*/true);
+      },
+      disposed: () => this.#disposed,
+      nativeGenerateOptions,
+    };
+  }
+
+  // Queues a request; `start(onBatch)` starts it on the native side and returns its promise.
+  // Generations resolve "cancelled" when aborted or disposed before they end; jobs reject.
+  #enqueue(options, start, job = false) {
     return new Promise((resolve, reject) => {
-      const req = { prompt, options, resolve, reject, settled: false, t0: performance.now(),
+      const req = { options, start, job, resolve, reject, settled: false, t0: performance.now(),
                     error: null };
       req.settle = (fn, value) => {
         if (req.settled) return;
@@ -122,7 +166,7 @@ class Model {
         fn(value);
       };
       const { signal } = options;
-      if (signal) {
+      if (signal && !job) {
         if (signal.aborted) {
           req.settle(resolve, { text: '', finishReason: 'cancelled', stats: emptyStats(0) });
           return;
@@ -137,36 +181,7 @@ class Model {
   }
 
   stream(prompt, options = {}) {
-    const chunks = [];
-    let wake = null;
-    let done = false;
-    const controller = new AbortController();
-    const outer = options.signal;
-    if (outer) {
-      if (outer.aborted) controller.abort(outer.reason);
-      else outer.addEventListener('abort', () => controller.abort(outer.reason), { once: true });
-    }
-    const result = this.generate(prompt, {
-      ...options,
-      signal: controller.signal,
-      onToken: (text) => { chunks.push(text); if (wake) { wake(); wake = null; } },
-    });
-    result.then(() => {}, () => {}).finally(() => { done = true; if (wake) { wake(); wake = null; } });
-    return {
-      result,
-      async *[Symbol.asyncIterator]() {
-        try {
-          for (;;) {
-            if (chunks.length) { yield chunks.shift(); continue; }
-            if (done) break;
-            await new Promise((r) => { wake = r; });
-          }
-          await result;  // surfaces a rejection to the iterating code
-        } finally {
-          if (!done) controller.abort();  // the consumer broke out early
-        }
-      },
-    };
+    return textStream((o) => this.generate(prompt, o), options);
   }
 
   releaseKv() {
@@ -179,9 +194,13 @@ class Model {
     this.#disposed = true;
     const queued = this.#queue.splice(0);
     for (const req of queued) {
-      req.settle(req.resolve, {
-        text: '', finishReason: 'cancelled', stats: emptyStats(performance.now() - req.t0),
-      });
+      if (req.job) {
+        req.settle(req.reject, disposedError());
+      } else {
+        req.settle(req.resolve, {
+          text: '', finishReason: 'cancelled', stats: emptyStats(performance.now() - req.t0),
+        });
+      }
     }
     const running = this.#running;
     this.#native.cancel();
@@ -222,7 +241,7 @@ class Model {
     } : undefined;
     let p;
     try {
-      p = this.#native.generate(req.prompt, nativeGenerateOptions(req.options), onBatch);
+      p = req.start(onBatch);
     } catch (err) {  // bad options: a TypeError from the addon
       this.#running = null;
       req.settle(req.reject, err);
@@ -231,7 +250,7 @@ class Model {
     }
     req.done = p.then(
       (res) => {
-        res.stats.queuedMs += started - req.t0;  // waiting here + on the native queue
+        if (res && res.stats) res.stats.queuedMs += started - req.t0;  // here + the native queue
         if (req.error) req.settle(req.reject, req.error);
         else req.settle(req.resolve, res);
       },
@@ -277,6 +296,7 @@ function pull(manifestUrl, options = {}) {
 
 module.exports = {
   Model,
+  Conversation,
   InitModel,
   Generate,
   deviceProfile: (options) => native.deviceProfile(options),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "edgellm/cloud.h"
+#include "edgellm/conversation.h"
 #include "edgellm/device.h"
 #include "edgellm/lora.h"
 #include "edgellm/model.h"

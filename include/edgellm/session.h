@@ -33,6 +33,11 @@ struct SessionOptions {
   // Run a short inference right after creating the context so the first real request
   // does not pay one-time costs. Default: true.
   bool warmup = true;
+  // When a conversation outgrows the context, keep the cells of the turns it keeps by moving
+  // them (a KV shift, where the model's memory allows it) instead of decoding them again.
+  // A shift is much faster; decoding again gives exactly a fresh prefill's numbers.
+  // Default: true.
+  bool context_shift = true;
 };
 
 enum class FinishReason {
@@ -85,6 +90,11 @@ struct GenerateOptions {
   bool truncate_prompt = false;
   // Keep generating past end-of-generation tokens (benchmarks). Default false.
   bool ignore_eos = false;
+  // Keep the longest token prefix that this session's KV cache already holds from its last
+  // call (compared token by token) and prefill only the rest: a chat that sends its whole
+  // history every turn pays only for the new turn. The output is the same as from an empty
+  // cache. Default false (every call starts from an empty cache). Conversations always reuse.
+  bool reuse_prefix = false;
   // Called after each prefill chunk with (tokens done, tokens total). Return false to cancel.
   std::function<bool(int32_t done, int32_t total)> on_prefill;
   // Thermal throttling, yield and pause/resume, applied between decode steps. Not owned; must
@@ -100,7 +110,8 @@ struct GenerateOptions {
 struct Stats {
   double load_ms = 0;       // model load (copied from ModelInfo)
   double warmup_ms = 0;     // session warm-up (0 when disabled)
-  int32_t n_prompt = 0;     // prompt tokens decoded
+  int32_t n_prompt = 0;     // prompt tokens decoded (prefilled) by this call
+  int32_t n_cached = 0;     // prompt tokens reused from the KV cache (the prompt: both)
   double prefill_ms = 0;
   double prefill_tps = 0;   // prompt tokens per second
   double ttft_ms = 0;       // from Generate() entry to the first generated token
@@ -117,6 +128,10 @@ struct Stats {
   int32_t thread_changes = 0;
   int32_t min_threads = 0;
   double paused_ms = 0;
+  // Conversations: whole turns (a user message and its reply) dropped to make room in the
+  // context for this turn, and their tokens.
+  int32_t turns_dropped = 0;
+  int32_t tokens_dropped = 0;
 };
 
 struct Generation {
@@ -134,7 +149,8 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Generates a continuation of `prompt`. Each call starts from an empty KV cache.
+  // Generates a continuation of `prompt`. Each call starts from an empty KV cache, unless
+  // options.reuse_prefix keeps what the last call left there.
   // Cancellation is not an error: the partial Generation comes back with reason kCancelled.
   Result<Generation> Generate(std::string_view prompt, const GenerateOptions& options = {},
                               const TextSink& sink = {});
@@ -169,6 +185,7 @@ class Session {
   Result<std::string> FormatChat(std::string_view user, std::string_view system = {}) const;
 
   struct Impl;
+  Impl* impl() const { return impl_.get(); }
 
  private:
   explicit Session(std::unique_ptr<Impl> impl);

@@ -19,9 +19,13 @@ struct SynthPreset {
   int32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx_train;
   bool tied_embeddings;  // no output.weight: logits reuse token_embd (as Qwen2.5 <= 3B)
   float rope_freq_base;
+  // The chat template stamped into the file: a file of llama.cpp's models/templates (the real
+  // template of the model this preset mimics), or "" for the vocabulary file's own.
+  std::string chat_template = "";
 };
 
-// The built-in presets: tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b.
+// The built-in presets: tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b,
+// deepseek-r1-distill-qwen-1.5b.
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
 
@@ -33,6 +37,11 @@ struct SynthOptions {
   // A GGUF holding the tokenizer (llama.cpp's models/ggml-vocab-qwen2.gguf). Required.
   std::string vocab_path;
   int32_t n_threads = -1;    // quantization threads; -1 = physical cores
+  // A Jinja chat template file to stamp instead of the preset's. Default "": the preset's, read
+  // from the `templates` folder beside the vocabulary file (llama.cpp's models/templates).
+  std::string chat_template_file;
+  // No chat template at all, as a base (not instruction-tuned) model. Default false.
+  bool no_chat_template = false;
   // Write only the header: the tensor table with the types `type` would give each tensor
   // (libllama's own per-tensor choice, e.g. Q6_K for the embeddings of a Q4_K_M), and the
   // weight data as a hole (a sparse file of the full size: no disk blocks, no random

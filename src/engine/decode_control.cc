@@ -8,13 +8,15 @@
 namespace edgellm::engine {
 
 DecodeControl::DecodeControl(llama_context* ctx, int32_t n_threads, PowerGovernor* governor,
-                             const std::atomic<bool>& cancel, Stats* stats)
+                             const std::atomic<bool>& cancel, Stats* stats,
+                             std::vector<llama_token>* cached)
     : ctx_(ctx),
       n_threads_(n_threads),
       cur_threads_(n_threads),
       governor_(governor),
       cancel_(cancel),
-      stats_(stats) {
+      stats_(stats),
+      cached_(cached) {
   llama_set_n_threads(ctx_, cur_threads_, cur_threads_);  // undo the last call's throttle
   stats_->min_threads = cur_threads_;
 }
@@ -31,9 +33,16 @@ void DecodeControl::Govern() {
   }
 }
 
-Result<FinishReason> DecodeControl::Decode(llama_token* tokens, int32_t n, const char* phase) {
-  const int32_t rc = llama_decode(ctx_, llama_batch_get_one(tokens, n));
-  if (rc == 0) return FinishReason::kNone;
+Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
+                                           const char* phase) {
+  // llama_batch_get_one only reads the tokens.
+  const int32_t rc = llama_decode(ctx_, llama_batch_get_one(const_cast<llama_token*>(tokens), n));
+  if (rc == 0) {
+    cached_->insert(cached_->end(), tokens, tokens + n);
+    return FinishReason::kNone;
+  }
+  // Whatever of this call reached the cache goes again: the cache holds exactly `cached_`.
+  kv_remove(ctx_, n_cached(), -1);
   if (rc == 2) return FinishReason::kCancelled;
   if (rc == 1) return FinishReason::kContextFull;
   const std::string why = take_llama_errors();

@@ -34,14 +34,13 @@ Result<std::vector<llama_token>> Session::Impl::PromptTokens(std::string_view pr
                                                              const GenerateOptions& o) const {
   std::string text(prompt);
   if (o.chat) {
-    Result<std::string> formatted = format_chat(model->model, prompt, o.system_prompt, o.history);
+    Result<std::string> formatted = format_chat(model, prompt, o.system_prompt, o.history);
     if (!formatted.ok()) return formatted.status();
     text = std::move(formatted.value());
   }
   Result<std::vector<int32_t>> tokenized =
       tokenize(model->vocab, text, /*add_special=*/true, /*parse_special=*/o.chat);
   if (!tokenized.ok()) return tokenized.status();
-  if (tokenized->empty()) return Status::InvalidArgument("prompt produced no tokens");
   return std::vector<llama_token>(tokenized->begin(), tokenized->end());
 }
 
@@ -67,11 +66,32 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   if (prompt.empty()) {
     return Status::InvalidArgument("prompt is empty: pass the text to continue or answer");
   }
-  EDGELLM_RETURN_IF_ERROR(engine::validate_sampling(o));
   Result<std::vector<llama_token>> tokens = PromptTokens(prompt, o);
   if (!tokens.ok()) return tokens.status();
-  std::vector<llama_token>& toks = *tokens;
+  return Run(std::move(tokens).value(), o, sink, {}, t_start);
+}
 
+int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
+  size_t keep = 0;
+  const size_t limit = std::min(cached.size(), tokens.size() - 1);
+  while (keep < limit && cached[keep] == tokens[keep]) ++keep;
+  if (keep < cached.size()) {
+    if (engine::kv_remove(ctx, static_cast<int32_t>(keep), -1)) {
+      cached.resize(keep);
+    } else {  // the memory cannot cut a sequence (recurrent models): start again
+      ClearKv();
+      keep = 0;
+    }
+  }
+  return static_cast<int32_t>(keep);
+}
+
+Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const GenerateOptions& o,
+                                      const TextSink& sink, const MakeRoom& make_room,
+                                      Clock::time_point t_start) {
+  cancel.store(false);
+  EDGELLM_RETURN_IF_ERROR(engine::validate_sampling(o));
+  if (toks.empty()) return Status::InvalidArgument("prompt produced no tokens");
   Generation gen;
   Stats& st = gen.stats;
   st.load_ms = model->info.load_ms;
@@ -80,16 +100,21 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   st.n_ctx = options.n_ctx;
   st.n_batch = options.n_batch;
   EDGELLM_RETURN_IF_ERROR(FitPrompt(&toks, o, &st));
-  const int32_t n_prompt = static_cast<int32_t>(toks.size());
 
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
-  engine::kv_clear(ctx);
+  if (o.reuse_prefix) {
+    st.n_cached = KeepPrefix(toks);
+  } else {
+    ClearKv();
+  }
   engine::TokenSampler sampler(o, model->info.n_vocab);
-  engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st);
+  engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached);
 
   const auto t_prefill = Clock::now();
   engine::TextPrefiller prefiller(control, options.n_batch);
-  Result<FinishReason> reason = prefiller.Prefill(toks, o.on_prefill, &st.n_prompt);
+  Result<FinishReason> reason =
+      prefiller.Prefill(toks.data() + st.n_cached, static_cast<int32_t>(toks.size()) - st.n_cached,
+                        o.on_prefill, &st.n_prompt);
   if (!reason.ok()) return reason.status();
   st.prefill_ms = ms_since(t_prefill);
   if (st.prefill_ms > 0) st.prefill_tps = st.n_prompt * 1000.0 / st.prefill_ms;
@@ -97,7 +122,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   TextStreamer streamer(sink, o.stop, o.stream_every_tokens, o.stream_every_ms);
   if (*reason == FinishReason::kNone) {
     engine::TokenGenerator generator(model->vocab, control, sampler, streamer);
-    reason = generator.Run(n_prompt, options.n_ctx, o, t_start, &st);
+    reason = generator.Run(options.n_ctx, o, t_start, &st, make_room);
     if (!reason.ok()) return reason.status();
   }
   FinishReason finish = *reason;
@@ -108,6 +133,65 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   gen.text = streamer.text();
   gen.finish_reason = finish;
   return gen;
+}
+
+Result<Stats> Session::Impl::Prefill(const std::vector<llama_token>& tokens) {
+  cancel.store(false);
+  Stats st;
+  st.n_threads = options.n_threads;
+  st.n_ctx = options.n_ctx;
+  st.n_batch = options.n_batch;
+  if (tokens.empty()) return st;
+  if (static_cast<int32_t>(tokens.size()) >= options.n_ctx) {
+    return Status::InvalidArgument("the prompt to prepare is " + std::to_string(tokens.size()) +
+                                   " tokens but the context holds " +
+                                   std::to_string(options.n_ctx) + ": use a larger --ctx");
+  }
+  EDGELLM_RETURN_IF_ERROR(EnsureContext());
+  // KeepPrefix leaves the last token out for its logits; a prefill wants none of them.
+  std::vector<llama_token> probe = tokens;
+  probe.push_back(LLAMA_TOKEN_NULL);
+  st.n_cached = KeepPrefix(probe);
+  engine::DecodeControl control(ctx, options.n_threads, nullptr, cancel, &st, &cached);
+  engine::TextPrefiller prefiller(control, options.n_batch);
+  const auto t0 = Clock::now();
+  Result<FinishReason> r =
+      prefiller.Prefill(tokens.data() + st.n_cached,
+                        static_cast<int32_t>(tokens.size()) - st.n_cached, {}, &st.n_prompt);
+  if (!r.ok()) return r.status();
+  st.prefill_ms = ms_since(t0);
+  if (st.prefill_ms > 0) st.prefill_tps = st.n_prompt * 1000.0 / st.prefill_ms;
+  if (*r == FinishReason::kCancelled) return Status::Cancelled("prefill cancelled");
+  if (*r != FinishReason::kNone) {
+    return Status::ResourceExhausted("the context filled while preparing the prompt");
+  }
+  return st;
+}
+
+bool Session::Impl::can_shift() const {
+  return options.context_shift && ctx && engine::kv_can_shift(ctx);
+}
+
+Result<bool> Session::Impl::DropCached(int32_t p0, int32_t p1, engine::DecodeControl* control) {
+  const int32_t n = static_cast<int32_t>(cached.size());
+  if (p0 < 0 || p1 <= p0 || p1 > n) return false;
+  if (can_shift()) {
+    if (!engine::kv_remove(ctx, p0, p1)) return false;
+    engine::kv_shift(ctx, p1, -(p1 - p0));
+    cached.erase(cached.begin() + p0, cached.begin() + p1);
+    return true;
+  }
+  if (!control) return false;
+  // No shift: cut at p0 and decode the kept tail again at its new positions.
+  const std::vector<llama_token> tail(cached.begin() + p1, cached.end());
+  if (!engine::kv_remove(ctx, p0, -1)) return false;
+  cached.resize(static_cast<size_t>(p0));
+  engine::TextPrefiller prefiller(*control, options.n_batch);
+  int32_t done = 0;
+  Result<FinishReason> r =
+      prefiller.Prefill(tail.data(), static_cast<int32_t>(tail.size()), {}, &done);
+  if (!r.ok()) return r.status();
+  return *r == FinishReason::kNone;
 }
 
 }  // namespace edgellm

@@ -1,5 +1,7 @@
 #include "engine/llama_glue.h"
 
+#include "chat.h"  // llama.cpp common: Jinja chat templates
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -80,6 +82,33 @@ llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_th
 
 void kv_clear(llama_context* ctx) { llama_memory_clear(llama_get_memory(ctx), true); }
 
+bool kv_remove(llama_context* ctx, int32_t p0, int32_t p1) {
+  return llama_memory_seq_rm(llama_get_memory(ctx), 0, p0, p1);
+}
+
+bool kv_can_shift(llama_context* ctx) { return llama_memory_can_shift(llama_get_memory(ctx)); }
+
+void kv_shift(llama_context* ctx, int32_t p0, int32_t delta) {
+  llama_memory_seq_add(llama_get_memory(ctx), 0, p0, -1, delta);
+}
+
+int32_t kv_pos_max(llama_context* ctx) {
+  return llama_memory_seq_pos_max(llama_get_memory(ctx), 0);
+}
+
+std::vector<uint8_t> kv_state_get(llama_context* ctx) {
+  std::vector<uint8_t> out(llama_state_seq_get_size(ctx, 0));
+  const size_t n = llama_state_seq_get_data(ctx, out.data(), out.size(), 0);
+  out.resize(n);
+  return out;
+}
+
+bool kv_state_set(llama_context* ctx, const std::vector<uint8_t>& bytes) {
+  if (llama_state_seq_set_data(ctx, bytes.data(), bytes.size(), 0) != 0) return true;
+  kv_clear(ctx);
+  return false;
+}
+
 void set_lora_adapters(llama_context* ctx, std::vector<llama_adapter_lora*>& adapters,
                        std::vector<float>& scales) {
   llama_set_adapters_lora(ctx, adapters.data(), adapters.size(), scales.data());
@@ -106,34 +135,48 @@ SamplerPtr make_sampler_chain(const GenerateOptions& o, int32_t n_vocab) {
   return chain;
 }
 
-Result<std::string> apply_chat_template(const llama_model* model,
+class ChatTemplates {
+ public:
+  common_chat_templates_ptr t;
+};
+
+void ChatTemplatesFree::operator()(ChatTemplates* t) const { delete t; }
+
+Result<ChatTemplatesPtr> load_chat_templates(const llama_model* model) {
+  try {
+    ChatTemplatesPtr out(new ChatTemplates);
+    out->t = common_chat_templates_init(model, /*chat_template_override=*/"");
+    if (!out->t) return Status::InvalidArgument("the model's chat template could not be read");
+    return out;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the model's chat template does not parse (") +
+                                   e.what() + "): use plain-prompt mode or another model file");
+  }
+}
+
+bool chat_template_explicit(const ChatTemplates& t) {
+  return common_chat_templates_was_explicit(t.t.get());
+}
+
+Result<std::string> apply_chat_template(const ChatTemplates& t,
                                         const std::vector<ChatMessage>& messages,
                                         bool add_assistant) {
-  const char* tmpl = llama_model_chat_template(model, nullptr);
-  if (!tmpl) {
-    return Status::InvalidArgument(
-        "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
-  }
-  std::vector<llama_chat_message> msgs;
-  size_t total = 256;
+  common_chat_templates_inputs in;
+  in.use_jinja = true;
+  in.add_generation_prompt = add_assistant;
   for (const ChatMessage& m : messages) {
     if (m.role.empty()) return Status::InvalidArgument("a chat message has no role");
-    msgs.push_back({m.role.c_str(), m.content.c_str()});
-    total += m.content.size() + 64;
+    common_chat_msg msg;
+    msg.role = m.role;
+    msg.content = m.content;
+    in.messages.push_back(std::move(msg));
   }
-  std::vector<char> buf(total);
-  int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant,
-                                        buf.data(), static_cast<int32_t>(buf.size()));
-  if (n > static_cast<int32_t>(buf.size())) {
-    buf.resize(static_cast<size_t>(n));
-    n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(),
-                                  static_cast<int32_t>(buf.size()));
+  try {
+    return common_chat_templates_apply(t.t.get(), in).prompt;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the model's chat template failed on these "
+                                               "messages: ") + e.what());
   }
-  if (n < 0) {
-    return Status::InvalidArgument(
-        "the model's chat template is not one llama.cpp recognizes: use plain-prompt mode");
-  }
-  return std::string(buf.data(), static_cast<size_t>(n));
 }
 
 const char* ftype_name(int ftype) {

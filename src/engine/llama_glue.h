@@ -46,6 +46,19 @@ llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_th
                                     ggml_type kv_type);
 // Empties the context's memory (every sequence, data too): the next decode starts at 0.
 void kv_clear(llama_context* ctx);
+// Removes sequence 0's cells at positions [p0, p1) (p1 < 0: to the end). False when the
+// memory cannot remove part of a sequence (then nothing changed).
+bool kv_remove(llama_context* ctx, int32_t p0, int32_t p1);
+// Whether cells can move to other positions (RoPE models with a plain KV cache can).
+bool kv_can_shift(llama_context* ctx);
+// Moves sequence 0's cells at positions >= p0 by `delta` (negative: towards 0).
+void kv_shift(llama_context* ctx, int32_t p0, int32_t delta);
+// The largest position sequence 0 holds, -1 when empty.
+int32_t kv_pos_max(llama_context* ctx);
+// Sequence 0's state (its KV cells) as bytes, and back. set returns false when llama.cpp
+// refuses the bytes (the cache is then empty).
+std::vector<uint8_t> kv_state_get(llama_context* ctx);
+bool kv_state_set(llama_context* ctx, const std::vector<uint8_t>& bytes);
 
 // Replaces the context's LoRA adapters with `adapters` at `scales` (same length; empty: none).
 void set_lora_adapters(llama_context* ctx, std::vector<llama_adapter_lora*>& adapters,
@@ -57,10 +70,21 @@ void set_lora_adapters(llama_context* ctx, std::vector<llama_adapter_lora*>& ada
 SamplerPtr make_sampler_chain(const GenerateOptions& o, int32_t n_vocab);
 
 // ---- chat templates ----
-// Renders `messages` with the model's own chat template (tokenizer.chat_template), ending
-// with the assistant's turn opened when `add_assistant`. kInvalidArgument when the model has
-// no template or llama.cpp does not recognize it.
-Result<std::string> apply_chat_template(const llama_model* model,
+// A model's chat templates, rendered with llama.cpp's common chat library (its Jinja engine),
+// so a template renders exactly as the model's authors wrote it. A model without
+// tokenizer.chat_template gets ChatML, as llama-server does (explicit() is then false).
+class ChatTemplates;
+struct ChatTemplatesFree {
+  void operator()(ChatTemplates* t) const;
+};
+using ChatTemplatesPtr = std::unique_ptr<ChatTemplates, ChatTemplatesFree>;
+// kInvalidArgument when the model's template does not parse.
+Result<ChatTemplatesPtr> load_chat_templates(const llama_model* model);
+// Whether the model carries a template of its own (false: the ChatML fallback).
+bool chat_template_explicit(const ChatTemplates& t);
+// Renders `messages`, ending with the assistant's turn opened when `add_assistant`. Never
+// includes the BOS token the tokenizer adds. kInvalidArgument when the template fails on them.
+Result<std::string> apply_chat_template(const ChatTemplates& t,
                                         const std::vector<ChatMessage>& messages,
                                         bool add_assistant);
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/sys.h"
+#include "edgellm/gguf_check.h"
+#include "store/sha256.h"
 #include "engine/llama_glue.h"
 #include "engine/model_impl.h"
 
@@ -127,6 +129,37 @@ const char* load_mode_name(LoadMode mode) {
 Model::Impl::~Impl() {
   alive.reset();
   if (model) llama_model_free(model);
+}
+
+Result<const engine::ChatTemplates*> Model::Impl::chat_templates() const {
+  std::call_once(templates_once_, [this] {
+    Result<engine::ChatTemplatesPtr> t = engine::load_chat_templates(model);
+    if (t.ok()) {
+      templates_ = std::move(t).value();
+    } else {
+      templates_status_ = t.status();
+    }
+  });
+  if (!templates_) return templates_status_;
+  return static_cast<const engine::ChatTemplates*>(templates_.get());
+}
+
+Result<std::string> Model::Impl::identity() const {
+  std::call_once(identity_once_, [this] {
+    const GgufCheckResult check = check_gguf_file(info.path);
+    if (!check.ok()) {
+      identity_status_ = check.status;
+      return;
+    }
+    Result<std::string> h = store::sha256_file(info.path, 0, check.summary.data_offset);
+    if (h.ok()) {
+      identity_ = *h;
+    } else {
+      identity_status_ = h.status();
+    }
+  });
+  if (identity_.empty()) return identity_status_;
+  return identity_;
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

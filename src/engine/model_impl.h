@@ -2,11 +2,13 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "edgellm/model.h"
+#include "engine/llama_glue.h"
 #include "llama.h"
 
 namespace edgellm {
@@ -19,6 +21,18 @@ struct Model::Impl {
   // freed the adapter's weights with it) must not free them again.
   std::shared_ptr<int> alive = std::make_shared<int>(0);
   ~Impl();
+
+  // The model's chat templates, parsed on first use (thread-safe).
+  Result<const engine::ChatTemplates*> chat_templates() const;
+  // sha256 (hex) of the GGUF's header and tensor table: which weights these are, for files
+  // that store state computed from them. Read on first use (thread-safe).
+  Result<std::string> identity() const;
+
+ private:
+  mutable std::once_flag templates_once_, identity_once_;
+  mutable engine::ChatTemplatesPtr templates_;
+  mutable Status templates_status_, identity_status_;
+  mutable std::string identity_;
 };
 
 // Checks a file before llama.cpp sees it: exists, regular, non-empty, GGUF magic and

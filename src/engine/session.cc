@@ -84,12 +84,19 @@ Status Session::Impl::EnsureContext() {
         ", n_batch " + std::to_string(options.n_batch) + ")" + (why.empty() ? "" : ": " + why) +
         ": use a smaller --ctx or --batch");
   }
+  cached.clear();
   ApplyLoras();
   return Status::Ok();
 }
 
+void Session::Impl::ClearKv() {
+  if (ctx) engine::kv_clear(ctx);
+  cached.clear();
+}
+
 void Session::Impl::ApplyLoras() {
   if (!ctx) return;
+  ClearKv();
   std::vector<llama_adapter_lora*> ptrs;
   std::vector<float> scales;
   for (const auto& [adapter, scale] : loras) {
@@ -115,7 +122,7 @@ Status Session::Impl::Warmup() {
     llama_token next = toks.back();
     rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
   }
-  engine::kv_clear(ctx);
+  ClearKv();
   llama_synchronize(ctx);
   warmup_ms = ms_since(t0);
   if (rc != 0) {
@@ -150,6 +157,7 @@ Result<Generation> Session::Generate(std::string_view prompt, const GenerateOpti
     ~Busy() { flag.store(false); }
   } busy{impl_->generating};
   impl_->generating.store(true);
+  impl_->owner = nullptr;
   try {
     return impl_->Generate(prompt, options, sink);
   } catch (const std::exception& e) {
@@ -216,6 +224,7 @@ void Session::ReleaseKv() {
   if (!impl_->ctx) return;
   llama_free(impl_->ctx);
   impl_->ctx = nullptr;
+  impl_->cached.clear();
   malloc_trim(0);  // hand freed heap pages back to the system now, not at some later free
 }
 
@@ -226,17 +235,23 @@ int32_t Session::n_batch() const { return impl_->options.n_batch; }
 double Session::warmup_ms() const { return impl_->warmup_ms; }
 
 Result<std::string> Session::FormatChat(std::string_view user, std::string_view system) const {
-  return format_chat(impl_->model->model, user, system);
+  return format_chat(impl_->model, user, system);
 }
 
-Result<std::string> format_chat(const llama_model* model, std::string_view user,
+Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
                                 std::string_view system, const std::vector<ChatMessage>& history) {
+  if (!model->info.has_chat_template) {
+    return Status::InvalidArgument(
+        "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
+  }
+  Result<const engine::ChatTemplates*> templates = model->chat_templates();
+  if (!templates.ok()) return templates.status();
   std::vector<ChatMessage> msgs;
   msgs.reserve(history.size() + 2);
   if (!system.empty()) msgs.push_back({"system", std::string(system)});
   msgs.insert(msgs.end(), history.begin(), history.end());
   msgs.push_back({"user", std::string(user)});
-  return engine::apply_chat_template(model, msgs, /*add_assistant=*/true);
+  return engine::apply_chat_template(**templates, msgs, /*add_assistant=*/true);
 }
 
 }  // namespace edgellm

@@ -1,7 +1,9 @@
-// Internals of Session (engine-private).
+// Internals of Session (engine-private), shared with the conversation code in src/chat/.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -13,7 +15,16 @@
 
 namespace edgellm {
 
+namespace engine {
+class DecodeControl;
+}
+
 struct Session::Impl {
+  using Clock = std::chrono::steady_clock;
+  // Called when the context fills while a reply is generated: frees cells (DropCached) and
+  // returns true, or returns false to end the reply with kContextFull.
+  using MakeRoom = std::function<Result<bool>(engine::DecodeControl& control)>;
+
   const Model::Impl* model = nullptr;
   SessionOptions options;  // resolved: no -1 left
   llama_context* ctx = nullptr;
@@ -21,13 +32,21 @@ struct Session::Impl {
   std::atomic<bool> generating{false};
   std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras;
   double warmup_ms = 0;
+  // The tokens whose KV cells the context holds, at positions 0..size()-1 of sequence 0.
+  // Every decode appends to it (DecodeControl), every removal trims it: it is what a later
+  // call may reuse.
+  std::vector<llama_token> cached;
+  // Which conversation's turns `cached` holds (null: none, or a plain Generate's prompt).
+  const void* owner = nullptr;
 
   ~Impl();
   // Creates the llama context if ReleaseKv() dropped it.
   Status EnsureContext();
   Status Warmup();
   // Hands the adapter set to the context (no-op without a context: EnsureContext applies it).
+  // The cached cells were computed with the old set: they are dropped.
   void ApplyLoras();
+  void ClearKv();
   Result<Generation> Generate(std::string_view prompt, const GenerateOptions& o,
                               const TextSink& sink);
   // The prompt's tokens: rendered with the chat template when o.chat, tokenized with the
@@ -36,9 +55,26 @@ struct Session::Impl {
                                                 const GenerateOptions& o) const;
   // A prompt longer than the context: kInvalidArgument, or cut per o.truncate_prompt.
   Status FitPrompt(std::vector<llama_token>* toks, const GenerateOptions& o, Stats* st) const;
+
+  // Prefills `tokens` (the whole prompt: earlier turns included) and generates the reply.
+  // With o.reuse_prefix the longest prefix already cached is kept (Stats::n_cached) and only
+  // the rest is decoded; without it the cache starts empty. `make_room` may be empty.
+  Result<Generation> Run(std::vector<llama_token> tokens, const GenerateOptions& o,
+                         const TextSink& sink, const MakeRoom& make_room, Clock::time_point t0);
+  // Decodes `tokens` into the cache after the longest cached prefix (no reply): a system
+  // prompt prepared ahead of the first question. Stats: n_cached, n_prompt, prefill_ms.
+  Result<Stats> Prefill(const std::vector<llama_token>& tokens);
+  // Keeps the longest common prefix of `tokens` and the cache, never all of `tokens` (the
+  // last one is decoded again for its logits), and removes the rest. Returns its length.
+  int32_t KeepPrefix(const std::vector<llama_token>& tokens);
+  // Removes cached positions [p0, p1) and moves the later cells down: by a KV shift where
+  // the memory allows it and SessionOptions::context_shift is on, else by decoding them
+  // again through `control` (null: then nothing is removed and the result is false).
+  Result<bool> DropCached(int32_t p0, int32_t p1, engine::DecodeControl* control);
+  bool can_shift() const;
 };
 
-Result<std::string> format_chat(const llama_model* model, std::string_view user,
+Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
                                 std::string_view system,
                                 const std::vector<ChatMessage>& history = {});
 

@@ -15,10 +15,10 @@ class TextPrefiller {
  public:
   TextPrefiller(DecodeControl& control, int32_t n_batch) : control_(control), n_batch_(n_batch) {}
 
-  // Decodes `tokens` after what the cache holds. `on_chunk(done, total)` runs after each chunk
+  // Decodes `total` tokens after what the cache holds. `on_chunk(done, total)` runs after each chunk
   // (false cancels). `*n_done` counts the tokens decoded. Returns kNone when all were decoded,
   // else why it stopped (kCancelled, kContextFull); errors as DecodeControl::Decode.
-  Result<FinishReason> Prefill(std::vector<llama_token>& tokens,
+  Result<FinishReason> Prefill(const llama_token* tokens, int32_t total,
                                const std::function<bool(int32_t, int32_t)>& on_chunk,
                                int32_t* n_done);
 

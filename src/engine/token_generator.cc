@@ -8,8 +8,9 @@ namespace edgellm::engine {
 
 using Clock = std::chrono::steady_clock;
 
-Result<FinishReason> TokenGenerator::Run(int32_t n_past, int32_t n_ctx, const GenerateOptions& o,
-                                         Clock::time_point t_start, Stats* st) {
+Result<FinishReason> TokenGenerator::Run(
+    int32_t n_ctx, const GenerateOptions& o, Clock::time_point t_start, Stats* st,
+    const std::function<Result<bool>(DecodeControl&)>& make_room) {
   const int yield_ms = control_.governor() ? control_.governor()->options().yield_ms : 0;
   Clock::time_point t_first{}, t_last{};
   int32_t n_decoded = 0, n_decoded_at_last = 0;
@@ -44,9 +45,13 @@ Result<FinishReason> TokenGenerator::Run(int32_t n_past, int32_t n_ctx, const Ge
       reason = FinishReason::kLength;
       break;
     }
-    if (n_past >= n_ctx) {
-      reason = FinishReason::kContextFull;
-      break;
+    if (control_.n_cached() >= n_ctx) {
+      Result<bool> freed = make_room ? make_room(control_) : Result<bool>(false);
+      if (!freed.ok()) return freed.status();
+      if (!*freed || control_.n_cached() >= n_ctx) {
+        reason = FinishReason::kContextFull;
+        break;
+      }
     }
     control_.Govern();
     if (control_.cancelled()) {
@@ -57,7 +62,6 @@ Result<FinishReason> TokenGenerator::Run(int32_t n_past, int32_t n_ctx, const Ge
     if (!r.ok()) return r.status();
     reason = *r;
     if (reason != FinishReason::kNone) break;
-    ++n_past;
     ++n_decoded;
   }
   if (n_decoded_at_last > 0) {

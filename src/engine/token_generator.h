@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
 #include "engine/decode_control.h"
 #include "engine/sampler.h"
@@ -17,12 +18,13 @@ class TokenGenerator {
                  TextStreamer& streamer)
       : vocab_(vocab), control_(control), sampler_(sampler), streamer_(streamer) {}
 
-  // Generates while the KV cache holds `n_past` of `n_ctx` positions. Stops at an
-  // end-of-generation token (unless o.ignore_eos) or a stop string (kStop), o.max_tokens
-  // (kLength), a full context (kContextFull), or a cancel from the flag or the sink
-  // (kCancelled). Fills st->ttft_ms (from `t_start`), n_gen, decode_ms and decode_tps.
-  Result<FinishReason> Run(int32_t n_past, int32_t n_ctx, const GenerateOptions& o,
-                           std::chrono::steady_clock::time_point t_start, Stats* st);
+  // Generates in a context of `n_ctx` positions. Stops at an end-of-generation token (unless
+  // o.ignore_eos) or a stop string (kStop), o.max_tokens (kLength), a full context that
+  // `make_room` (may be empty) cannot free (kContextFull), or a cancel from the flag or the
+  // sink (kCancelled). Fills st->ttft_ms (from `t_start`), n_gen, decode_ms and decode_tps.
+  Result<FinishReason> Run(int32_t n_ctx, const GenerateOptions& o,
+                           std::chrono::steady_clock::time_point t_start, Stats* st,
+                           const std::function<Result<bool>(DecodeControl&)>& make_room);
 
  private:
   const llama_vocab* vocab_;

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,6 +125,26 @@ Status copy_tokenizer(const gguf_context* vocab, int32_t n_vocab, gguf_context* 
   return Status::Ok();
 }
 
+// The preset's chat template (or the one the options name) over the vocabulary's.
+Status stamp_template(const SynthPreset& p, const SynthOptions& o, gguf_context* out) {
+  std::string path = o.chat_template_file;
+  if (path.empty() && !p.chat_template.empty()) {
+    path = (std::filesystem::path(o.vocab_path).parent_path() / "templates" / p.chat_template)
+               .string();
+  }
+  if (path.empty()) return Status::Ok();
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream text;
+  text << f.rdbuf();
+  if (!f || text.str().empty()) {
+    return Status::NotFound("cannot read the chat template " + path +
+                            ": run scripts/setup.sh (it fetches llama.cpp's models/templates) "
+                            "or pass another template file");
+  }
+  gguf_set_val_str(out, "tokenizer.chat_template", text.str().c_str());
+  return Status::Ok();
+}
+
 void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_context* out) {
   gguf_set_val_str(out, "general.architecture", "qwen2");
   gguf_set_val_str(out, "general.name", ("edgellm-synth-" + p.name).c_str());
@@ -206,6 +229,11 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
   }
   GgufPtr out(gguf_init_empty());
   EDGELLM_RETURN_IF_ERROR(copy_tokenizer(vocab.get(), p.n_vocab, out.get()));
+  if (o.no_chat_template) {
+    gguf_remove_key(out.get(), "tokenizer.chat_template");
+  } else {
+    EDGELLM_RETURN_IF_ERROR(stamp_template(p, o, out.get()));
+  }
   set_hparams(p, o, f32, out.get());
 
   const std::vector<TensorSpec> specs = tensor_specs(p);
@@ -276,14 +304,20 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
 
 }  // namespace
 
+constexpr const char* kQwen25Template = "Qwen-Qwen2.5-7B-Instruct.jinja";
+
 const std::vector<SynthPreset>& synth_presets() {
   // Shapes from the models' published config.json files.
   static const std::vector<SynthPreset> kPresets = {
       {"tiny", 2, 256, 4, 2, 512, 151936, 32768, true, 1e6f},
-      {"qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936, 32768, true, 1e6f},
-      {"qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936, 32768, true, 1e6f},
-      {"qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936, 32768, true, 1e6f},
-      {"qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, false, 1e6f},
+      {"qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936, 32768, true, 1e6f, kQwen25Template},
+      {"qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936, 32768, true, 1e6f, kQwen25Template},
+      {"qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936, 32768, true, 1e6f, kQwen25Template},
+      {"qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, false, 1e6f, kQwen25Template},
+      // DeepSeek-R1-Distill-Qwen-1.5B: Qwen2.5-Math-1.5B's shapes, untied output, RoPE base
+      // 10000, 128K context; its template drops earlier <think> reasoning from the history.
+      {"deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936, 131072, false, 1e4f,
+       "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"},
   };
   return kPresets;
 }

@@ -120,6 +120,86 @@ bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* er
   return true;
 }
 
+// A chat request's messages: the leading system message apart, the rest as the history
+// whose last message is the user turn to answer.
+struct ChatRequest {
+  std::string system;
+  std::vector<edgellm::ChatMessage> messages;
+};
+
+// A message's content: a string, or an array of parts of which only text is read (what the
+// OpenAI SDKs send). False with *err for anything else.
+bool content_text(const json& c, size_t i, std::string* out, std::string* err) {
+  if (c.is_string()) {
+    *out = c.get<std::string>();
+    return true;
+  }
+  if (!c.is_array()) {
+    *err = "messages[" + std::to_string(i) + "].content must be a string or an array of parts";
+    return false;
+  }
+  for (const json& part : c) {
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if (type == "text" && part.contains("text") && part["text"].is_string()) {
+      *out += part["text"].get<std::string>();
+    } else if (type == "image_url" || type == "input_audio" || type == "image" ||
+               type == "file") {
+      *err = "messages[" + std::to_string(i) + "] has a '" + type +
+             "' part: this model reads text only; send text parts";
+      return false;
+    } else {
+      *err = "messages[" + std::to_string(i) + "] has a content part without type text";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool parse_messages(const json& body, ChatRequest* r, std::string* err) {
+  if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
+    *err = "messages must be a non-empty array";
+    return false;
+  }
+  const json& msgs = body["messages"];
+  if (msgs.size() > 10000) {
+    *err = "messages holds " + std::to_string(msgs.size()) + " entries; at most 10000";
+    return false;
+  }
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const json& m = msgs[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content")) {
+      *err = "messages[" + std::to_string(i) + "] needs a string role and a content";
+      return false;
+    }
+    std::string content;
+    if (!m["content"].is_null() && !content_text(m["content"], i, &content, err)) return false;
+    const std::string role = m["role"];
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
+      *err = "messages[" + std::to_string(i) + "] has role '" + role +
+             "': use system, user or assistant";
+      return false;
+    }
+    if (i == 0 && (role == "system" || role == "developer")) {
+      r->system = content;
+    } else {
+      r->messages.push_back({role == "developer" ? "system" : role, content});
+    }
+  }
+  if (r->messages.empty() || r->messages.back().role != "user") {
+    *err = "the last message must have role user";
+    return false;
+  }
+  return true;
+}
+
+json usage_json(const edgellm::Stats& s) {
+  const int32_t prompt = s.n_prompt + s.n_cached;
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", s.n_gen},
+          {"total_tokens", prompt + s.n_gen},
+          {"prompt_tokens_details", {{"cached_tokens", s.n_cached}}}};
+}
+
 class LlmServer {
  public:
   LlmServer(const LlmServeArgs& a, std::unique_ptr<edgellm::Model> model,
@@ -174,38 +254,25 @@ class LlmServer {
       return send_error(res, 400, "invalid_request_error", err);
     }
     auto prompt = std::make_shared<std::string>();
+    auto request = std::make_shared<ChatRequest>();
     if (chat) {
-      if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
-        return send_error(res, 400, "invalid_request_error", "messages must be a non-empty array");
+      if (!parse_messages(body, request.get(), &err)) {
+        return send_error(res, 400, "invalid_request_error", err);
       }
-      const json& msgs = body["messages"];
-      for (size_t i = 0; i < msgs.size(); ++i) {
-        const json& m = msgs[i];
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
-            !m.contains("content") || !m["content"].is_string()) {
-          return send_error(res, 400, "invalid_request_error",
-                            "messages[" + std::to_string(i) +
-                                "] needs a string role and a string content");
-        }
-        const std::string role = m["role"], content = m["content"];
-        if (i == 0 && role == "system") {
-          o->system_prompt = content;
-        } else if (i + 1 == msgs.size()) {
-          if (role != "user") {
-            return send_error(res, 400, "invalid_request_error",
-                              "the last message must have role user");
-          }
-          *prompt = content;
-        } else {
-          o->history.push_back({role, content});
-        }
-      }
-      o->chat = true;
     } else {
       if (!body.contains("prompt") || !body["prompt"].is_string()) {
         return send_error(res, 400, "invalid_request_error", "prompt must be a string");
       }
       *prompt = body["prompt"].get<std::string>();
+      o->reuse_prefix = true;  // like llama-server's cache_prompt
+    }
+    if (body.contains("n") && !body["n"].is_null() &&
+        !(body["n"].is_number_integer() && body["n"].get<int64_t>() == 1)) {
+      return send_error(res, 400, "invalid_request_error",
+                        "n must be 1: this server returns one choice; send n requests for more");
+    }
+    if (chat && !model_->info().has_chat_template) {
+      res.set_header("X-Edgellm-Chat-Template", "chatml-fallback");
     }
     const bool stream = body.value("stream", false);
     bool include_usage = false;
@@ -224,9 +291,12 @@ class LlmServer {
                             " requests are already waiting; retry later");
     }
     if (!stream) {
-      auto gen = session_->Generate(*prompt, *o);
+      auto gen = chat ? Reply(*request, *o, {}) : session_->Generate(*prompt, *o);
       gate_.Leave();
       if (!gen.ok()) return send_error(res, 400, "invalid_request_error", gen.status().message());
+      if (too_long(*gen)) {
+        return send_error(res, 400, "context_length_exceeded", too_long_message());
+      }
       json choice = {{"index", 0}, {"finish_reason", finish_name(gen->finish_reason)}};
       if (chat) {
         choice["message"] = {{"role", "assistant"}, {"content", gen->text}};
@@ -238,10 +308,7 @@ class LlmServer {
                            {"created", std::time(nullptr)},
                            {"model", a_.id},
                            {"choices", {choice}},
-                           {"usage",
-                            {{"prompt_tokens", gen->stats.n_prompt},
-                             {"completion_tokens", gen->stats.n_gen},
-                             {"total_tokens", gen->stats.n_prompt + gen->stats.n_gen}}}}
+                           {"usage", usage_json(gen->stats)}}
                           .dump(),
                       "application/json");
       return;
@@ -251,7 +318,8 @@ class LlmServer {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, o, prompt, id, object, chat, include_usage](size_t, httplib::DataSink& sink) {
+        [this, o, prompt, request, id, object, chat, include_usage](size_t,
+                                                                    httplib::DataSink& sink) {
           auto chunk = [&](const json& delta, const char* finish) {
             json c = {{"index", 0}, {"finish_reason", finish ? json(finish) : json(nullptr)}};
             if (chat) {
@@ -273,10 +341,15 @@ class LlmServer {
           bool ok = !chat || chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
           edgellm::Result<edgellm::Generation> gen = edgellm::Status::Cancelled("client gone");
           if (ok) {
-            gen = session_->Generate(*prompt, *o, [&](std::string_view piece) {
+            const edgellm::TextSink piece_sink = [&](std::string_view piece) {
               ok = chunk({{"content", std::string(piece)}}, nullptr);
               return ok;  // a failed write (client gone) cancels the generation
-            });
+            };
+            gen = chat ? Reply(*request, *o, piece_sink)
+                       : session_->Generate(*prompt, *o, piece_sink);
+            if (gen.ok() && too_long(*gen)) {
+              gen = edgellm::Status::InvalidArgument(too_long_message());
+            }
           }
           gate_.Leave();
           if (ok) {
@@ -290,10 +363,7 @@ class LlmServer {
                          {"created", std::time(nullptr)},
                          {"model", a_.id},
                          {"choices", json::array()},
-                         {"usage",
-                          {{"prompt_tokens", gen->stats.n_prompt},
-                           {"completion_tokens", gen->stats.n_gen},
-                           {"total_tokens", gen->stats.n_prompt + gen->stats.n_gen}}}}
+                         {"usage", usage_json(gen->stats)}}
                         .dump() +
                     "\n\n";
                 sink.write(line.data(), line.size());
@@ -312,6 +382,29 @@ class LlmServer {
           sink.done();
           return true;
         });
+  }
+
+  // The reply to a chat request: a conversation rebuilt from its messages over the one
+  // session, whose KV cache keeps the previous request's tokens, so a client that sends the
+  // whole history every turn prefills only what is new. Too long a history drops its oldest
+  // turns first.
+  edgellm::Result<edgellm::Generation> Reply(const ChatRequest& r, const edgellm::GenerateOptions& o,
+                                             const edgellm::TextSink& sink) {
+    edgellm::ConversationOptions co;
+    co.system_prompt = r.system;
+    co.chatml_fallback = true;
+    auto c = edgellm::Conversation::Create(*session_, co);
+    if (!c.ok()) return c.status();
+    EDGELLM_RETURN_IF_ERROR((*c)->SetHistory(r.messages));
+    return (*c)->Regenerate(o, sink);
+  }
+  bool too_long(const edgellm::Generation& g) const {
+    return g.finish_reason == edgellm::FinishReason::kContextFull && g.stats.n_gen == 0;
+  }
+  std::string too_long_message() const {
+    return "the request does not fit the context of " + std::to_string(session_->n_ctx()) +
+           " tokens, even after dropping its earliest turns: shorten the last message or the "
+           "system prompt, or start the server with a larger --ctx";
   }
 
   LlmServeArgs a_;
@@ -338,6 +431,11 @@ int serve_llm(LlmServeArgs a) {
   std::fprintf(stderr, "[init] context and warm-up\n");
   auto session = edgellm::Session::Create(**model, so);
   if (!session.ok()) return fail(session.status());
+  if (!(*model)->info().has_chat_template) {
+    std::fprintf(stderr, "[template] %s has no chat template: chat requests use ChatML, as "
+                         "llama-server does (responses carry X-Edgellm-Chat-Template)\n",
+                 a.model.c_str());
+  }
   LlmServer llm(a, std::move(*model), std::move(*session));
 
   httplib::Server server;

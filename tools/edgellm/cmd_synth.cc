@@ -18,6 +18,11 @@ Action add_synth(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "Weight seed (default 1)");
   cmd->add_option("--vocab", o.vocab_path, "Tokenizer GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf)");
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
+  cmd->add_option("--chat-template", o.chat_template_file,
+                  "Jinja chat template file to stamp (default: the preset's, from llama.cpp's "
+                  "models/templates)");
+  cmd->add_flag("--no-chat-template", o.no_chat_template,
+                "No chat template, as a base model (e.g. to test fallbacks)");
   cmd->add_flag("--header-only", o.header_only,
                 "Header and tensor table only, weights as a sparse hole (for planning)");
   cmd->add_flag("--lora", lora,
@@ -27,11 +32,13 @@ Action add_synth(CLI::App& app) {
   cmd->add_flag("--list", list, "List the presets");
   return [] {
     if (list) {
-      std::printf("%-14s %6s %6s %5s %7s %6s %7s %s\n", "preset", "layers", "n_embd", "heads",
-                  "kv_heads", "n_ff", "vocab", "tied");
+      std::printf("%-29s %6s %6s %5s %7s %6s %7s %4s %s\n", "preset", "layers", "n_embd",
+                  "heads", "kv_heads", "n_ff", "vocab", "tied", "chat template");
       for (const auto& p : edgellm::synth_presets()) {
-        std::printf("%-14s %6d %6d %5d %7d %6d %7d %s\n", p.name.c_str(), p.n_layer, p.n_embd,
-                    p.n_head, p.n_head_kv, p.n_ff, p.n_vocab, p.tied_embeddings ? "yes" : "no");
+        std::printf("%-29s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(), p.n_layer,
+                    p.n_embd, p.n_head, p.n_head_kv, p.n_ff, p.n_vocab,
+                    p.tied_embeddings ? "yes" : "no",
+                    p.chat_template.empty() ? "(the vocabulary's)" : p.chat_template.c_str());
       }
       return 0;
     }

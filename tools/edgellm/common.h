@@ -13,6 +13,8 @@ namespace cli {
 // Each subcommand registers itself on `app` and returns the action to run when chosen.
 using Action = std::function<int()>;
 Action add_run(CLI::App& app);
+// chat (a conversation that keeps its KV cache)
+Action add_chat(CLI::App& app);
 Action add_info(CLI::App& app);
 Action add_synth(CLI::App& app);
 Action add_plan(CLI::App& app);

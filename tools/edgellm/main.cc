@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
                                         ", llama.cpp " + edgellm::llama_build());
   app.require_subcommand(1);
   cli::Action run = cli::add_run(app);
+  cli::Action chat = cli::add_chat(app);
   cli::Action info = cli::add_info(app);
   cli::Action synth = cli::add_synth(app);
   cli::Action plan = cli::add_plan(app);
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (app.got_subcommand("run")) return run();
+  if (app.got_subcommand("chat")) return chat();
   if (app.got_subcommand("info")) return info();
   if (app.got_subcommand("synth")) return synth();
   if (app.got_subcommand("plan")) return plan();

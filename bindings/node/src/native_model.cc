@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "edgellm/edgellm.h"
+#include "model_state.h"
+#include "native_conversation.h"
 #include "napi_util.h"
 #include "worker.h"
 
@@ -28,53 +30,6 @@ double us_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-// Everything one model needs, shared by the JS wrapper and the jobs on its worker.
-struct ModelState {
-  napi_env env = nullptr;  // the environment that created it (for teardown)
-  std::shared_ptr<Worker> worker;
-  // Worker thread only (set by the load job, reset by the close job).
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Session> session;
-  // Any thread.
-  std::mutex mu;                                 // guards session_for_cancel, current
-  Session* session_for_cancel = nullptr;         // valid until the close job resets it
-  std::shared_ptr<std::atomic<bool>> current;    // cancel flag of the newest generation
-  std::atomic<bool> load_cancel{false};
-  std::atomic<bool> closed{false};
-  std::atomic<bool> close_posted{false};
-
-  void CancelAll() {
-    load_cancel = true;
-    std::lock_guard<std::mutex> lock(mu);
-    if (current) *current = true;
-    if (session_for_cancel) session_for_cancel->Cancel();
-  }
-  // Cancels, then frees model and session on the worker after the queued jobs, then runs
-  // `done` there. Only the first call does this and returns true.
-  bool Close(const std::shared_ptr<ModelState>& self, std::function<void()> done) {
-    closed = true;
-    CancelAll();
-    if (close_posted.exchange(true)) return false;
-    worker->Close([self, done = std::move(done)] {
-      {
-        std::lock_guard<std::mutex> lock(self->mu);
-        self->session_for_cancel = nullptr;
-      }
-      self->session.reset();
-      self->model.reset();
-#if defined(__GLIBC__)
-      // Give the freed heap back to the system now: each worker thread's allocations sit in
-      // their own malloc arena, which glibc otherwise keeps. Measured over load/generate/
-      // dispose cycles of a 41 MiB model: RSS 98 -> 252 MiB after 150 cycles without this,
-      // 55 -> 57 MiB after 200 with it.
-      malloc_trim(0);
-#endif
-      if (done) done();
-    });
-    return true;
-  }
-};
-
 // What load() resolves with, copied on the worker.
 struct Loaded {
   ModelInfo mi;
@@ -86,10 +41,6 @@ struct Loaded {
 std::mutex g_models_mu;
 std::set<std::shared_ptr<ModelState>>* g_models = new std::set<std::shared_ptr<ModelState>>();
 
-struct Wrapper {
-  std::shared_ptr<ModelState> state;
-};
-
 void finalize_wrapper(napi_env, void* data, void*) {
   auto* w = static_cast<Wrapper*>(data);
   auto state = w->state;
@@ -99,18 +50,6 @@ void finalize_wrapper(napi_env, void* data, void*) {
     g_models->erase(state);
   }
   state->Close(state, nullptr);  // garbage-collected without dispose(): free on the worker
-}
-
-std::shared_ptr<ModelState> unwrap(napi_env env, napi_callback_info info, size_t* argc,
-                                   napi_value* argv) {
-  napi_value self = nullptr;
-  if (napi_get_cb_info(env, info, argc, argv, &self, nullptr) != napi_ok) return nullptr;
-  void* data = nullptr;
-  if (napi_unwrap(env, self, &data) != napi_ok || !data) {
-    napi_throw_type_error(env, "ERR_INVALID_THIS", "not a NativeModel");
-    return nullptr;
-  }
-  return static_cast<Wrapper*>(data)->state;
 }
 
 napi_value New(napi_env env, napi_callback_info info) {
@@ -243,70 +182,8 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
   return p.promise;
 }
 
-bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
-  double seed = -1;
-  if (!opt_int(env, o, "maxTokens", &go->max_tokens) || !opt_int(env, o, "topK", &go->top_k) ||
-      !opt_bool(env, o, "chat", &go->chat) ||
-      !opt_string(env, o, "systemPrompt", &go->system_prompt) ||
-      !opt_strings(env, o, "stop", &go->stop) ||
-      !opt_int(env, o, "batchTokens", &go->stream_every_tokens) ||
-      !opt_int(env, o, "batchMs", &go->stream_every_ms) ||
-      !opt_bool(env, o, "ignoreEos", &go->ignore_eos) || !opt_number(env, o, "seed", &seed)) {
-    return false;
-  }
-  double t = go->temperature, tp = go->top_p, mp = go->min_p, rp = go->repeat_penalty;
-  if (!opt_number(env, o, "temperature", &t) || !opt_number(env, o, "topP", &tp) ||
-      !opt_number(env, o, "minP", &mp) || !opt_number(env, o, "repeatPenalty", &rp)) {
-    return false;
-  }
-  go->temperature = static_cast<float>(t);
-  go->top_p = static_cast<float>(tp);
-  go->min_p = static_cast<float>(mp);
-  go->repeat_penalty = static_cast<float>(rp);
-  if (seed >= 0 && seed < 4294967295.0) go->seed = static_cast<uint32_t>(seed);
-  return true;
-}
-
-// Per generation, on the JS thread: the delivery latency of each batch.
-struct Delivery {
-  std::vector<double> latency_us;
-};
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
-
-napi_value result_object(napi_env env, const Generation& g, double queued_ms,
-                         const Delivery& dl) {
-  napi_value o = make_object(env);
-  set(env, o, "text", g.text);
-  set(env, o, "finishReason", finish_reason_name(g.finish_reason));
-  const Stats& s = g.stats;
-  napi_value st = make_object(env);
-  set(env, st, "nPrompt", static_cast<double>(s.n_prompt));
-  set(env, st, "prefillMs", s.prefill_ms);
-  set(env, st, "prefillTps", s.prefill_tps);
-  set(env, st, "ttftMs", s.ttft_ms);
-  set(env, st, "nGen", static_cast<double>(s.n_gen));
-  set(env, st, "decodeMs", s.decode_ms);
-  set(env, st, "decodeTps", s.decode_tps);
-  set(env, st, "peakRssBytes", static_cast<double>(s.peak_rss_bytes));
-  set(env, st, "threads", static_cast<double>(s.n_threads));
-  set(env, st, "ctx", static_cast<double>(s.n_ctx));
-  set(env, st, "batches", static_cast<double>(dl.latency_us.size()));
-  set(env, st, "deliveryP50Us", percentile(dl.latency_us, 0.50));
-  set(env, st, "deliveryP99Us", percentile(dl.latency_us, 0.99));
-  set(env, st, "queuedMs", queued_ms);
-  set(env, o, "stats", st);
-  return o;
-}
-
 // generate(prompt, options, onBatch?) -> Promise<{text, finishReason, stats}>
 napi_value GenerateJs(napi_env env, napi_callback_info cbinfo) {
-  const auto called = Clock::now();
   size_t argc = 3;
   napi_value argv[3] = {};
   auto state = unwrap(env, cbinfo, &argc, argv);
@@ -316,71 +193,11 @@ napi_value GenerateJs(napi_env env, napi_callback_info cbinfo) {
   if (!get_string(env, argv[0], "prompt", &prompt) || !parse_generate_options(env, argv[1], &go)) {
     return nullptr;
   }
-  if (state->closed) return throw_status(env, Status::FailedPrecondition("the model is disposed"));
-  Promise p;
-  NAPI_OK(env, napi_create_promise(env, &p.deferred, &p.promise));
-  Channel* ch = Channel::Create(env, argv[2], "edgellm.generate");
-  if (!ch) return throw_status(env, Status::Internal("cannot create a threadsafe function"));
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  {
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->current = cancel;
-  }
-  auto dl = std::make_shared<Delivery>();
-  state->worker->Post([state, ch, d = p.deferred, prompt = std::move(prompt), go, cancel, dl,
-                       called]() mutable {
-    const double queued_ms = us_between(called, Clock::now()) / 1000.0;
-    Result<Generation> r = Generation{};
-    if (!state->session) {
-      r = Status::FailedPrecondition("no model is loaded: call load() first");
-    } else if (cancel->load() || state->closed) {
-      r->finish_reason = FinishReason::kCancelled;
-    } else {
-      go.on_prefill = [cancel](int32_t, int32_t) { return !cancel->load(); };
-      std::atomic<int32_t> n_gen{0};
-      go.n_gen_out = &n_gen;
-      int index = 0;
-      int32_t tokens_before = 0;
-      auto sink = [&](std::string_view piece) {
-        const auto sent = Clock::now();
-        const int32_t total = n_gen.load();
-        const int32_t tokens = total - tokens_before;
-        tokens_before = total;
-        const bool open = ch->Post([text = std::string(piece), sent, i = index++, tokens, total,
-                                    dl](napi_env env, napi_value cb) {
-          const double latency = us_between(sent, Clock::now());
-          dl->latency_us.push_back(latency);
-          if (!cb) return;
-          napi_value args[2] = {make_string(env, text), make_object(env)};
-          set(env, args[1], "index", static_cast<double>(i));
-          set(env, args[1], "latencyUs", latency);
-          set(env, args[1], "tokens", static_cast<double>(tokens));
-          set(env, args[1], "totalTokens", static_cast<double>(total));
-          napi_value undefined = nullptr;
-          napi_get_undefined(env, &undefined);
-          napi_call_function(env, undefined, cb, 2, args, nullptr);
-          // An exception from the callback is the JS layer's to handle; never leave it pending.
-          bool pending = false;
-          napi_is_exception_pending(env, &pending);
-          if (pending) {
-            napi_value ignored = nullptr;
-            napi_get_and_clear_last_exception(env, &ignored);
-          }
-        });
-        return open && !cancel->load();
-      };
-      r = state->session->Generate(prompt, go, sink);
-    }
-    ch->Post([d, r = std::move(r), queued_ms, dl](napi_env env, napi_value) mutable {
-      if (!r.ok()) {
-        napi_reject_deferred(env, d, make_error(env, r.status()));
-      } else {
-        napi_resolve_deferred(env, d, result_object(env, *r, queued_ms, *dl));
-      }
-    });
-    ch->Release();
-  });
-  return p.promise;
+  return start_generation(env, state, argv[2], std::move(go),
+                          [prompt = std::move(prompt)](ModelState& s, GenerateOptions& o,
+                                                       const TextSink& sink) {
+                            return s.session->Generate(prompt, o, sink);
+                          });
 }
 
 // cancel(): stops the load or generation in flight (and a generation not yet started).
@@ -441,17 +258,199 @@ napi_value DisposeJs(napi_env env, napi_callback_info cbinfo) {
 
 }  // namespace
 
+std::shared_ptr<ModelState> unwrap(napi_env env, napi_callback_info info, size_t* argc,
+                                   napi_value* argv) {
+  napi_value self = nullptr;
+  if (napi_get_cb_info(env, info, argc, argv, &self, nullptr) != napi_ok) return nullptr;
+  void* data = nullptr;
+  if (napi_unwrap(env, self, &data) != napi_ok || !data) {
+    napi_throw_type_error(env, "ERR_INVALID_THIS", "not a NativeModel");
+    return nullptr;
+  }
+  return static_cast<Wrapper*>(data)->state;
+}
+
+bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
+  double seed = -1;
+  if (!opt_int(env, o, "maxTokens", &go->max_tokens) || !opt_int(env, o, "topK", &go->top_k) ||
+      !opt_bool(env, o, "chat", &go->chat) ||
+      !opt_string(env, o, "systemPrompt", &go->system_prompt) ||
+      !opt_strings(env, o, "stop", &go->stop) ||
+      !opt_int(env, o, "batchTokens", &go->stream_every_tokens) ||
+      !opt_int(env, o, "batchMs", &go->stream_every_ms) ||
+      !opt_bool(env, o, "ignoreEos", &go->ignore_eos) || !opt_number(env, o, "seed", &seed) ||
+      !opt_bool(env, o, "reusePrefix", &go->reuse_prefix)) {
+    return false;
+  }
+  // history: earlier turns for a stateless chat, whose prefix the session's cache keeps.
+  if (auto h = get_prop(env, o, "history")) {
+    if (!read_messages(env, *h, &go->history)) return false;
+    go->chat = true;
+    go->reuse_prefix = true;
+  }
+  double t = go->temperature, tp = go->top_p, mp = go->min_p, rp = go->repeat_penalty;
+  if (!opt_number(env, o, "temperature", &t) || !opt_number(env, o, "topP", &tp) ||
+      !opt_number(env, o, "minP", &mp) || !opt_number(env, o, "repeatPenalty", &rp)) {
+    return false;
+  }
+  go->temperature = static_cast<float>(t);
+  go->top_p = static_cast<float>(tp);
+  go->min_p = static_cast<float>(mp);
+  go->repeat_penalty = static_cast<float>(rp);
+  if (seed >= 0 && seed < 4294967295.0) go->seed = static_cast<uint32_t>(seed);
+  return true;
+}
+
+static double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+napi_value result_object(napi_env env, const Generation& g, double queued_ms,
+                         const Delivery& dl) {
+  napi_value o = make_object(env);
+  set(env, o, "text", g.text);
+  set(env, o, "finishReason", finish_reason_name(g.finish_reason));
+  const Stats& s = g.stats;
+  napi_value st = make_object(env);
+  set(env, st, "nPrompt", static_cast<double>(s.n_prompt));
+  set(env, st, "nCached", static_cast<double>(s.n_cached));
+  set(env, st, "turnsDropped", static_cast<double>(s.turns_dropped));
+  set(env, st, "tokensDropped", static_cast<double>(s.tokens_dropped));
+  set(env, st, "prefillMs", s.prefill_ms);
+  set(env, st, "prefillTps", s.prefill_tps);
+  set(env, st, "ttftMs", s.ttft_ms);
+  set(env, st, "nGen", static_cast<double>(s.n_gen));
+  set(env, st, "decodeMs", s.decode_ms);
+  set(env, st, "decodeTps", s.decode_tps);
+  set(env, st, "peakRssBytes", static_cast<double>(s.peak_rss_bytes));
+  set(env, st, "threads", static_cast<double>(s.n_threads));
+  set(env, st, "ctx", static_cast<double>(s.n_ctx));
+  set(env, st, "batches", static_cast<double>(dl.latency_us.size()));
+  set(env, st, "deliveryP50Us", percentile(dl.latency_us, 0.50));
+  set(env, st, "deliveryP99Us", percentile(dl.latency_us, 0.99));
+  set(env, st, "queuedMs", queued_ms);
+  set(env, o, "stats", st);
+  return o;
+}
+
+napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& state,
+                            napi_value on_batch, GenerateOptions go, GenerationCall call,
+                            std::function<Decorate(ModelState& state)> after) {
+  const auto called = Clock::now();
+  if (state->closed) return throw_status(env, Status::FailedPrecondition("the model is disposed"));
+  Promise p;
+  NAPI_OK(env, napi_create_promise(env, &p.deferred, &p.promise));
+  Channel* ch = Channel::Create(env, on_batch, "edgellm.generate");
+  if (!ch) return throw_status(env, Status::Internal("cannot create a threadsafe function"));
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->current = cancel;
+  }
+  auto dl = std::make_shared<Delivery>();
+  state->worker->Post([state, ch, d = p.deferred, go, cancel, dl, called, call = std::move(call),
+                       after = std::move(after)]() mutable {
+    const double queued_ms = us_between(called, Clock::now()) / 1000.0;
+    Result<Generation> r = Generation{};
+    Decorate decorate;
+    if (!state->session) {
+      r = Status::FailedPrecondition("no model is loaded: call load() first");
+    } else if (cancel->load() || state->closed) {
+      r->finish_reason = FinishReason::kCancelled;
+    } else {
+      go.on_prefill = [cancel](int32_t, int32_t) { return !cancel->load(); };
+      std::atomic<int32_t> n_gen{0};
+      go.n_gen_out = &n_gen;
+      int index = 0;
+      int32_t tokens_before = 0;
+      auto sink = [&](std::string_view piece) {
+        const auto sent = Clock::now();
+        const int32_t total = n_gen.load();
+        const int32_t tokens = total - tokens_before;
+        tokens_before = total;
+        const bool open = ch->Post([text = std::string(piece), sent, i = index++, tokens, total,
+                                    dl](napi_env env, napi_value cb) {
+          const double latency = us_between(sent, Clock::now());
+          dl->latency_us.push_back(latency);
+          if (!cb) return;
+          napi_value args[2] = {make_string(env, text), make_object(env)};
+          set(env, args[1], "index", static_cast<double>(i));
+          set(env, args[1], "latencyUs", latency);
+          set(env, args[1], "tokens", static_cast<double>(tokens));
+          set(env, args[1], "totalTokens", static_cast<double>(total));
+          napi_value undefined = nullptr;
+          napi_get_undefined(env, &undefined);
+          napi_call_function(env, undefined, cb, 2, args, nullptr);
+          // An exception from the callback is the JS layer's to handle; never leave it pending.
+          bool pending = false;
+          napi_is_exception_pending(env, &pending);
+          if (pending) {
+            napi_value ignored = nullptr;
+            napi_get_and_clear_last_exception(env, &ignored);
+          }
+        });
+        return open && !cancel->load();
+      };
+      r = call(*state, go, sink);
+      if (after) decorate = after(*state);
+    }
+    ch->Post([d, r = std::move(r), queued_ms, dl, decorate = std::move(decorate)](
+                 napi_env env, napi_value) mutable {
+      if (!r.ok()) {
+        napi_reject_deferred(env, d, make_error(env, r.status()));
+      } else {
+        napi_value out = result_object(env, *r, queued_ms, *dl);
+        if (decorate) decorate(env, out);
+        napi_resolve_deferred(env, d, out);
+      }
+    });
+    ch->Release();
+  });
+  return p.promise;
+}
+
+napi_value start_job(napi_env env, const std::shared_ptr<ModelState>& state, const char* name,
+                     std::function<JobResult(ModelState& state)> job) {
+  if (state->closed) return throw_status(env, Status::FailedPrecondition("the model is disposed"));
+  Promise p;
+  NAPI_OK(env, napi_create_promise(env, &p.deferred, &p.promise));
+  Channel* ch = Channel::Create(env, nullptr, name);
+  if (!ch) return throw_status(env, Status::Internal("cannot create a threadsafe function"));
+  state->worker->Post([state, ch, d = p.deferred, job = std::move(job)] {
+    JobResult r = state->session
+                      ? job(*state)
+                      : JobResult{Status::FailedPrecondition("no model is loaded: call load() first"),
+                                  nullptr};
+    ch->Post([d, r = std::move(r)](napi_env env, napi_value) {
+      if (!r.first.ok()) {
+        napi_reject_deferred(env, d, make_error(env, r.first));
+        return;
+      }
+      napi_value v = nullptr;
+      if (r.second) v = r.second(env);
+      if (!v) napi_get_undefined(env, &v);
+      napi_resolve_deferred(env, d, v);
+    });
+    ch->Release();
+  });
+  return p.promise;
+}
+
 napi_value define_native_model(napi_env env) {
-  napi_property_descriptor methods[] = {
+  std::vector<napi_property_descriptor> methods = {
       {"load", nullptr, Load, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"generate", nullptr, GenerateJs, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"cancel", nullptr, CancelJs, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"releaseKv", nullptr, ReleaseKvJs, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"dispose", nullptr, DisposeJs, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
+  for (const napi_property_descriptor& d : conversation_methods()) methods.push_back(d);
   napi_value cls = nullptr;
   if (napi_define_class(env, "NativeModel", NAPI_AUTO_LENGTH, New, nullptr,
-                        sizeof(methods) / sizeof(methods[0]), methods, &cls) != napi_ok) {
+                        methods.size(), methods.data(), &cls) != napi_ok) {
     return nullptr;
   }
   return cls;

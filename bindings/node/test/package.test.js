@@ -15,8 +15,8 @@ test('npm pack, then require the installed package', { timeout: 120_000 }, () =>
   const json = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', out],
                                        { cwd: pkgDir, encoding: 'utf8' }));
   const files = json[0].files.map((f) => f.path).sort();
-  assert.deepEqual(files, ['README.md', 'build/edgellm.node', 'index.d.ts', 'index.js',
-                           'package.json']);
+  assert.deepEqual(files, ['README.md', 'build/edgellm.node', 'conversation.js', 'index.d.ts',
+                           'index.js', 'package.json', 'stream.js']);
   const tarball = path.join(out, json[0].filename);
   assert.ok(fs.statSync(tarball).size > 1e6);
   const app = path.join(out, 'app');
@@ -25,10 +25,16 @@ test('npm pack, then require the installed package', { timeout: 120_000 }, () =>
                        '--strip-components=1']);
   const script = `const e = require('edgellm');
     e.Model.load(${JSON.stringify(model())}, { ctx: 64 })
-      .then((m) => m.generate('hi', { temperature: 0, maxTokens: 2 }).then((r) => m.dispose().then(() => r)))
-      .then((r) => console.log(r.stats.nGen));`;
+      .then(async (m) => {
+        const r = await m.generate('hi', { temperature: 0, maxTokens: 2 });
+        const c = await m.conversation();
+        const t = await c.send('hi', { temperature: 0, maxTokens: 2 });
+        await m.dispose();
+        return r.stats.nGen + t.stats.nGen;
+      })
+      .then((n) => console.log(n));`;
   const env = { ...process.env };
   delete env.EDGELLM_NODE_ADDON;
   assert.equal(execFileSync(process.execPath, ['-e', script], { cwd: app, env, encoding: 'utf8' })
-    .trim(), '2');
+    .trim(), '4');
 });

@@ -1,0 +1,14 @@
+// The conversation methods of NativeModel (native_conversation.cc).
+#pragma once
+
+#include <node_api.h>
+
+#include <vector>
+
+namespace edgellm::node {
+
+// conversationCreate, conversationLoad, conversationSend, conversationEdit,
+// conversationPrepare, conversationSave, conversationFree.
+std::vector<napi_property_descriptor> conversation_methods();
+
+}  // namespace edgellm::node

@@ -1,0 +1,193 @@
+// `edgellm serve` as a chat backend: a client that sends the whole history every turn gets
+// the prefix reused (usage.prompt_tokens_details.cached_tokens) and the same text as a cold
+// server; interleaved conversations stay correct; content parts, n, a base model's ChatML
+// fallback and a request too long for the context behave as OpenAI clients expect.
+// GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "edgellm/edgellm.h"
+#include "testutil/fixtures.h"
+#include "testutil/serve_process.h"
+
+namespace edgellm {
+namespace {
+
+using json = nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string chat_template_header;
+};
+
+Reply Post(const testutil::ServeProcess& server, const json& body) {
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(120, 0);
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  Reply out;
+  if (!r) return out;
+  out.status = r->status;
+  out.body = json::parse(r->body, nullptr, false);
+  out.chat_template_header = r->get_header_value("X-Edgellm-Chat-Template");
+  return out;
+}
+
+json Request(const json& messages, int max_tokens = 12) {
+  return {{"model", "m"}, {"messages", messages}, {"temperature", 0}, {"max_tokens", max_tokens}};
+}
+
+std::string Text(const Reply& r) {
+  return r.body.is_object() ? r.body["choices"][0]["message"]["content"].get<std::string>() : "";
+}
+
+int Cached(const Reply& r) {
+  return r.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = testutil::synth_model("tiny", "Q8_0"); }
+  static inline std::string model_;
+};
+
+// A client's conversation: user turns, the server's replies appended as assistant messages.
+struct Chat {
+  json messages = json::array({{{"role", "system"}, {"content", "Be brief."}}});
+  Reply Turn(const testutil::ServeProcess& s, const std::string& user) {
+    messages.push_back({{"role", "user"}, {"content", user}});
+    Reply r = Post(s, Request(messages));
+    if (r.status == 200) messages.push_back({{"role", "assistant"}, {"content", Text(r)}});
+    return r;
+  }
+};
+
+TEST_F(ServeTest, TheSecondTurnReusesThePrefixAndMatchesAColdServer) {
+  testutil::ServeProcess warm(model_, {"--ctx", "1024"});
+  ASSERT_GT(warm.port(), 0) << warm.log();
+  Chat chat;
+  const std::vector<std::string> turns = {"你好", "What runs offline?", "再说一遍"};
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    Reply r = chat.Turn(warm, turns[i]);
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    texts.push_back(Text(r));
+    if (i == 0) {
+      EXPECT_EQ(Cached(r), 0);
+    } else {
+      EXPECT_GT(Cached(r), r.body["usage"]["prompt_tokens"].get<int>() / 2) << "turn " << i;
+    }
+  }
+  // Each turn against a server that has seen nothing: the same text, nothing cached.
+  for (size_t i = 0; i < turns.size(); ++i) {
+    testutil::ServeProcess cold(model_, {"--ctx", "1024"});
+    ASSERT_GT(cold.port(), 0) << cold.log();
+    json history = json::array();
+    for (size_t k = 0; k < 1 + 2 * i + 1; ++k) history.push_back(chat.messages[k]);
+    Reply r = Post(cold, Request(history));
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(Text(r), texts[i]) << "turn " << i;
+    EXPECT_EQ(Cached(r), 0);
+  }
+}
+
+TEST_F(ServeTest, InterleavedConversationsStayCorrect) {
+  testutil::ServeProcess s(model_, {"--ctx", "1024"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  Chat a, b;
+  b.messages[0]["content"] = "You are a different assistant, 另一个助手。";
+  std::vector<std::string> ta, tb;
+  for (int i = 0; i < 3; ++i) {
+    Reply ra = a.Turn(s, "A turn " + std::to_string(i));
+    Reply rb = b.Turn(s, "B 的第 " + std::to_string(i) + " 轮");
+    ASSERT_EQ(ra.status, 200);
+    ASSERT_EQ(rb.status, 200);
+    ta.push_back(Text(ra));
+    tb.push_back(Text(rb));
+  }
+  // The same conversations alone, one after the other, on a fresh server.
+  testutil::ServeProcess alone(model_, {"--ctx", "1024"});
+  ASSERT_GT(alone.port(), 0);
+  Chat a2, b2;
+  b2.messages[0]["content"] = b.messages[0]["content"];
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Text(a2.Turn(alone, "A turn " + std::to_string(i))), ta[i]);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Text(b2.Turn(alone, "B 的第 " + std::to_string(i) + " 轮")), tb[i]);
+  }
+}
+
+TEST_F(ServeTest, ContentPartsNAndLimits) {
+  testutil::ServeProcess s(model_, {"--ctx", "256"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  const json plain = {{{"role", "user"}, {"content", "hello there"}}};
+  const json parts = {{{"role", "user"},
+                       {"content", {{{"type", "text"}, {"text", "hello "}},
+                                    {{"type", "text"}, {"text", "there"}}}}}};
+  Reply a = Post(s, Request(plain));
+  Reply b = Post(s, Request(parts));
+  ASSERT_EQ(a.status, 200) << a.body.dump();
+  ASSERT_EQ(b.status, 200) << b.body.dump();
+  EXPECT_EQ(Text(a), Text(b));
+
+  const json image = {{{"role", "user"},
+                       {"content", {{{"type", "text"}, {"text", "what is this?"}},
+                                    {{"type", "image_url"},
+                                     {"image_url", {{"url", "data:image/png;base64,AAAA"}}}}}}}};
+  Reply img = Post(s, Request(image));
+  EXPECT_EQ(img.status, 400);
+  EXPECT_NE(img.body["error"]["message"].get<std::string>().find("text only"), std::string::npos);
+
+  json two = Request(plain);
+  two["n"] = 2;
+  Reply n2 = Post(s, two);
+  EXPECT_EQ(n2.status, 400);
+  EXPECT_NE(n2.body["error"]["message"].get<std::string>().find("n must be 1"), std::string::npos);
+
+  std::string huge;
+  for (int i = 0; i < 400; ++i) huge += "word" + std::to_string(i) + " ";
+  Reply big = Post(s, Request({{{"role", "user"}, {"content", huge}}}));
+  EXPECT_EQ(big.status, 400);
+  EXPECT_EQ(big.body["error"]["type"], "context_length_exceeded") << big.body.dump();
+  EXPECT_NE(big.body["error"]["message"].get<std::string>().find("256"), std::string::npos);
+
+  // A long history in a small context: the oldest turns go, the request is answered.
+  json longchat = json::array();
+  for (int i = 0; i < 30; ++i) {
+    longchat.push_back({{"role", "user"}, {"content", "question " + std::to_string(i)}});
+    longchat.push_back({{"role", "assistant"}, {"content", "answer number " + std::to_string(i)}});
+  }
+  longchat.push_back({{"role", "user"}, {"content", "and the last one?"}});
+  Reply fits = Post(s, Request(longchat));
+  EXPECT_EQ(fits.status, 200) << fits.body.dump();
+  EXPECT_LE(fits.body["usage"]["prompt_tokens"].get<int>(), 256);
+
+  Reply bad_role = Post(s, Request({{{"role", "wizard"}, {"content", "x"}}}));
+  EXPECT_EQ(bad_role.status, 400);
+  Reply last_not_user = Post(s, Request({{{"role", "user"}, {"content", "x"}},
+                                         {{"role", "assistant"}, {"content", "y"}}}));
+  EXPECT_EQ(last_not_user.status, 400);
+}
+
+TEST_F(ServeTest, ABaseModelFallsBackToChatML) {
+  SynthOptions so;
+  so.preset = "tiny";
+  so.type = "Q8_0";
+  so.vocab_path = testutil::vocab_path();
+  so.no_chat_template = true;
+  so.output = testutil::scratch_dir("serve-base") + "/base.gguf";
+  ASSERT_TRUE(synth_model(so).ok());
+  testutil::ServeProcess s(so.output, {"--ctx", "256"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  Reply r = Post(s, Request({{{"role", "user"}, {"content", "hi"}}}));
+  ASSERT_EQ(r.status, 200) << r.body.dump();
+  EXPECT_EQ(r.chat_template_header, "chatml-fallback");
+  EXPECT_NE(s.log().find("ChatML"), std::string::npos) << s.log();
+}
+
+}  // namespace
+}  // namespace edgellm

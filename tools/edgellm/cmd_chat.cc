@@ -1,0 +1,189 @@
+// edgellm chat -m MODEL [--system S] [--ctx N] [--session FILE] ...: a conversation that keeps
+// its KV cache. User turns come from stdin (a "> " prompt on a terminal, one line per turn
+// when piped); replies stream to stdout, per-turn stats to stderr (--json: one JSON line per
+// turn on stdout). /reset, /regen, /save FILE, /history, /exit. --session FILE resumes that
+// conversation and saves it after every turn, so a killed process loses nothing.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "common.h"
+
+namespace cli {
+namespace {
+
+struct ChatArgs {
+  std::string model, system, session_file, overflow = "drop_oldest", prompt_cache;
+  edgellm::SessionOptions so;
+  int32_t max_tokens = 256;
+  float temperature = 0.8f;
+  int64_t seed = -1;
+  bool json = false, no_shift = false, quiet = false;
+};
+
+nlohmann::json turn_json(const edgellm::Generation& g) {
+  const edgellm::Stats& s = g.stats;
+  return {{"text", g.text},
+          {"finish_reason", edgellm::finish_reason_name(g.finish_reason)},
+          {"n_prompt", s.n_prompt + s.n_cached},
+          {"n_cached", s.n_cached},
+          {"n_prefilled", s.n_prompt},
+          {"n_gen", s.n_gen},
+          {"ttft_ms", s.ttft_ms},
+          {"prefill_ms", s.prefill_ms},
+          {"decode_tps", s.decode_tps},
+          {"turns_dropped", s.turns_dropped},
+          {"tokens_dropped", s.tokens_dropped}};
+}
+
+void print_stats(const edgellm::Generation& g) {
+  const edgellm::Stats& s = g.stats;
+  std::fprintf(stderr,
+               "--- %s | reused %d of %d prompt tokens, prefilled %d | TTFT %.0f ms | gen %d tok, "
+               "%.1f tok/s%s\n",
+               edgellm::finish_reason_name(g.finish_reason), s.n_cached, s.n_cached + s.n_prompt,
+               s.n_prompt, s.ttft_ms, s.n_gen, s.decode_tps,
+               s.turns_dropped ? (" | dropped " + std::to_string(s.turns_dropped) + " turns (" +
+                                  std::to_string(s.tokens_dropped) + " tokens)")
+                                     .c_str()
+                               : "");
+}
+
+int chat(ChatArgs& a) {
+  auto overflow = edgellm::overflow_policy_from_name(a.overflow);
+  if (!overflow.ok()) return fail(overflow.status());
+  edgellm::LoadOptions lo;
+  auto model = edgellm::Model::Load(a.model, lo);
+  if (!model.ok()) return fail(model.status());
+  a.so.context_shift = !a.no_shift;
+  auto session = edgellm::Session::Create(**model, a.so);
+  if (!session.ok()) return fail(session.status());
+
+  std::unique_ptr<edgellm::PromptCache> cache;
+  if (!a.prompt_cache.empty()) {
+    auto c = edgellm::PromptCache::Open({a.prompt_cache});
+    if (!c.ok()) return fail(c.status());
+    cache = std::move(*c);
+  }
+  edgellm::ConversationOptions co;
+  co.system_prompt = a.system;
+  co.overflow = *overflow;
+  co.prompt_cache = cache.get();
+  std::unique_ptr<edgellm::Conversation> conv;
+  if (!a.session_file.empty() && ::access(a.session_file.c_str(), F_OK) == 0) {
+    edgellm::RestoreInfo info;
+    auto c = edgellm::Conversation::Load(**session, a.session_file, co, &info);
+    if (!c.ok()) return fail(c.status());
+    conv = std::move(*c);
+    std::fprintf(stderr, "[session] resumed %s: %zu messages, %s\n", a.session_file.c_str(),
+                 conv->history().size(),
+                 info.kv_restored
+                     ? ("KV cache restored (" + std::to_string(info.n_tokens) + " tokens)").c_str()
+                     : ("KV cache recomputed: " + info.why_not).c_str());
+  } else {
+    auto c = edgellm::Conversation::Create(**session, co);
+    if (!c.ok()) return fail(c.status());
+    conv = std::move(*c);
+    auto p = conv->Prepare();
+    if (!p.ok()) return fail(p.status());
+    if ((!a.system.empty() || cache) && !a.quiet) {
+      std::fprintf(stderr, "[prepare] system prompt %d tokens %s in %.0f ms%s\n", p->n_tokens,
+                   p->restored ? "restored from the prompt cache" : "prefilled", p->ms,
+                   cache && !p->restored ? (" (" + p->why_not_restored + ")").c_str() : "");
+    }
+  }
+
+  edgellm::GenerateOptions go;
+  go.max_tokens = a.max_tokens;
+  go.temperature = a.temperature;
+  if (a.seed >= 0) go.seed = static_cast<uint32_t>(a.seed);
+  const bool tty = ::isatty(STDIN_FILENO);
+  auto save = [&](const std::string& path) {
+    edgellm::Status st = conv->Save(path);
+    if (!st.ok()) std::fprintf(stderr, "edgellm: warning: not saved: %s\n", st.message().c_str());
+    return st.ok();
+  };
+  auto sink = [&](std::string_view piece) {
+    if (!a.json) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  std::string line;
+  for (;;) {
+    if (tty) std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      conv->Reset();
+      std::fprintf(stderr, "[reset] history cleared\n");
+      continue;
+    }
+    if (line == "/history") {
+      for (const auto& m : conv->history()) std::printf("%s: %s\n", m.role.c_str(), m.content.c_str());
+      continue;
+    }
+    if (line.rfind("/save", 0) == 0) {
+      const std::string path = line.size() > 6 ? line.substr(6) : a.session_file;
+      if (path.empty()) {
+        std::fprintf(stderr, "usage: /save FILE\n");
+      } else if (save(path)) {
+        std::fprintf(stderr, "[save] %s\n", path.c_str());
+      }
+      continue;
+    }
+    edgellm::Result<edgellm::Generation> r =
+        line == "/regen" ? conv->Regenerate(go, sink) : conv->Send(line, go, sink);
+    if (!r.ok()) {
+      fail(r.status());
+      if (r.status().code() == edgellm::Code::kInvalidArgument ||
+          r.status().code() == edgellm::Code::kFailedPrecondition ||
+          r.status().code() == edgellm::Code::kResourceExhausted) {
+        continue;  // the conversation is as before: the user can go on
+      }
+      return 1;
+    }
+    // Saved before the turn is reported: whatever printed its reply survives a kill.
+    if (!a.session_file.empty()) save(a.session_file);
+    if (a.json) {
+      std::printf("%s\n", turn_json(*r).dump().c_str());
+    } else {
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+    if (!a.quiet) print_stats(*r);
+  }
+  if (!a.session_file.empty()) save(a.session_file);
+  return 0;
+}
+
+}  // namespace
+
+Action add_chat(CLI::App& app) {
+  static ChatArgs a;
+  auto* cmd = app.add_subcommand("chat", "A conversation that keeps its KV cache between turns");
+  cmd->add_option("-m,--model", a.model, "GGUF model with a chat template")->required();
+  cmd->add_option("--system", a.system, "System prompt");
+  cmd->add_option("--ctx", a.so.n_ctx, "Context length (default: min(n_ctx_train, 2048))");
+  cmd->add_option("--threads", a.so.n_threads, "Threads (default: physical cores)");
+  cmd->add_option("--batch", a.so.n_batch, "Prefill chunk size (default 512)");
+  cmd->add_option("-n,--max-tokens", a.max_tokens, "Tokens per reply at most (default 256)");
+  cmd->add_option("--temp", a.temperature, "Temperature, 0 = greedy (default 0.8)");
+  cmd->add_option("--seed", a.seed, "Sampling seed (default random)");
+  cmd->add_option("--session", a.session_file,
+                  "Resume this conversation file if it exists; save it after every turn");
+  cmd->add_option("--overflow", a.overflow,
+                  "When the context is full: drop_oldest (default) or fail");
+  cmd->add_flag("--no-shift", a.no_shift,
+                "Prefill kept turns again instead of shifting their KV cells");
+  cmd->add_option("--prompt-cache", a.prompt_cache,
+                  "Folder that keeps the system prompt's KV cells between runs");
+  cmd->add_flag("--json", a.json, "One JSON line per turn on stdout instead of the text");
+  cmd->add_flag("-q,--quiet", a.quiet, "No per-turn stats");
+  return [] { return chat(a); };
+}
+
+}  // namespace cli
