@@ -15,7 +15,7 @@ pkgs=(build-essential cmake ninja-build ccache git ca-certificates openssl
       libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
       pkg-config libopenblas-openmp-dev   # training's gradient matrix products
       clang-14 libclang-rt-14-dev nginx   # clang: the fuzzer; nginx: store tests
-      chromium)                           # the web demo's end-to-end test
+      chromium fonts-noto-cjk)            # the web demo's end-to-end test (CJK text renders)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 command -v node >/dev/null 2>&1 || missing+=(nodejs)

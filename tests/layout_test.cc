@@ -77,11 +77,18 @@ std::map<std::string, Room> read_table() {
   return rooms;
 }
 
+// Our .cc/.h files under `dir`; installed packages (node_modules) and build output are not ours.
 std::vector<fs::path> sources(const fs::path& dir) {
   std::vector<fs::path> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".cc" || ext == ".h")) out.push_back(e.path());
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() && (name == "node_modules" || name == "build")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string ext = it->path().extension().string();
+    if (it->is_regular_file() && (ext == ".cc" || ext == ".h")) out.push_back(it->path());
   }
   return out;
 }

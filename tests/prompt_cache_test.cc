@@ -152,6 +152,42 @@ TEST_F(PromptCacheTest, APreparedSystemPromptIsRestoredAtTheNextStart) {
   EXPECT_FALSE(PromptCache::Open({""}).ok());
 }
 
+TEST_F(PromptCacheTest, SwitchingConversationsRestoresTheOneComingBack) {
+  auto cache = PromptCache::Open({testutil::scratch_dir("pcache-switch")});
+  ASSERT_TRUE(cache.ok());
+  // The reference: A's turns on a session of its own.
+  Stack ref = Open(model_);
+  ConversationOptions oa;
+  oa.system_prompt = kSystem;
+  auto alone = Conversation::Create(*ref.session, oa);
+  ASSERT_TRUE(alone.ok());
+  std::vector<std::string> expected;
+  for (const char* q : {"你好", "What is kept on the device?", "离线能用吗？"}) {
+    expected.push_back((*alone)->Send(q, Greedy(12))->text);
+  }
+  for (bool with_cache : {true, false}) {
+    Stack st = Open(model_);
+    ConversationOptions a = oa, b;
+    b.system_prompt = "Another persona entirely. 另一个角色。";
+    if (with_cache) a.prompt_cache = b.prompt_cache = cache->get();
+    auto ca = Conversation::Create(*st.session, a);
+    auto cb = Conversation::Create(*st.session, b);
+    ASSERT_TRUE(ca.ok() && cb.ok());
+    EXPECT_EQ((*ca)->Send("你好", Greedy(12))->text, expected[0]);
+    EXPECT_EQ((*ca)->Send("What is kept on the device?", Greedy(12))->text, expected[1]);
+    ASSERT_TRUE((*cb)->Send("B's question", Greedy(12)).ok());  // takes the cache over
+    auto back = (*ca)->Send("离线能用吗？", Greedy(12));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->text, expected[2]) << "with cache " << with_cache;
+    const int32_t total = back->stats.n_cached + back->stats.n_prompt;
+    if (with_cache) {
+      EXPECT_GT(back->stats.n_cached, total / 2);  // A's cells came back from the cache
+    } else {
+      EXPECT_LT(back->stats.n_cached, total / 2);  // A's history was prefilled again
+    }
+  }
+}
+
 // One way to damage a valid cache file.
 struct Damage {
   std::string name;

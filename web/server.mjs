@@ -22,8 +22,10 @@ Serves the edgellm demo page and its JSON/SSE API.
 Options:
   --port P         TCP port; 0 picks a free one (default 8080)
   --host H         address to listen on (default 127.0.0.1; 0.0.0.0 for a LAN)
-  --models DIR     folder whose .gguf files the picker offers (default ${path.join(root, 'models')})
-  --store DIR      model store to pull into and list (default ${defaultStore})
+  --models DIR     folder whose .gguf files the picker offers besides edgellm's own model
+                   (default ${path.join(root, 'models')})
+  --store DIR      model store to pull into and list; the demo's conversation is saved
+                   there too (default ${defaultStore})
   --manifest URL   manifest URL the page offers to pull (e.g. http://127.0.0.1:8081/manifest.json)
   --threads N      worker threads per model (default: the addon's, physical cores)
   -h, --help       print this help and exit
@@ -111,6 +113,8 @@ function route(demo, addon, cli) {
         case 'POST /api/load': return sendJson(res, 200, await demo.load(await readJson(req)));
         case 'POST /api/chat': return await demo.chat(res, await readJson(req));
         case 'POST /api/cancel': return sendJson(res, 200, demo.cancel());
+        case 'GET /api/conversation': return sendJson(res, 200, demo.conversation());
+        case 'POST /api/reset': return sendJson(res, 200, await demo.reset());
         default:
           throw new HttpError(404, `no route ${key}: the page is at /, the API under /api/`);
       }

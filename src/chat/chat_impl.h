@@ -44,11 +44,20 @@ struct PromptCache::Impl {
   void Evict();
 };
 
-struct Conversation::Impl {
+struct Conversation::Impl : CacheOwner {
   Session::Impl* session = nullptr;
   const engine::ChatTemplates* templates = nullptr;
   ConversationOptions options;
   std::vector<ChatMessage> messages;  // the history, system prompt not included
+  // With a prompt cache: the tokens whose cells were stashed there when another user took
+  // the session's cache, restored when this conversation comes back.
+  std::vector<llama_token> stashed;
+
+  // Another conversation (or a plain Generate) takes the session's cache: with a prompt
+  // cache, keep this conversation's cells there.
+  void Evicted(Session::Impl& s) override;
+  // Makes this conversation the cache's owner, restoring its stashed cells when it has some.
+  void Own();
 
   // The rendered and tokenized prompt for system + messages[first, last), with the
   // assistant's turn opened when `open_reply`.

@@ -87,11 +87,32 @@ Result<bool> Conversation::Impl::DropTurns(size_t end, engine::DecodeControl* co
   return session->DropCached(static_cast<int32_t>(p), static_cast<int32_t>(b), control);
 }
 
+void Conversation::Impl::Evicted(Session::Impl& s) {
+  stashed.clear();
+  if (!options.prompt_cache || s.cached.empty()) return;
+  uint64_t bytes = 0;
+  if (options.prompt_cache->impl()->Store(s, s.cached, &bytes).ok()) stashed = s.cached;
+}
+
+void Conversation::Impl::Own() {
+  if (session->owner == this) return;
+  session->TakeCache(this);
+  if (stashed.empty() || !options.prompt_cache) return;
+  // Worth a restore only when the cache now shares less with this conversation.
+  if (common_prefix(session->cached, stashed) < stashed.size()) {
+    std::string why;
+    uint64_t bytes = 0;
+    options.prompt_cache->impl()->Restore(*session, stashed, &why, &bytes);
+  }
+  stashed.clear();
+}
+
 Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const TextSink& sink) {
   const auto t0 = Clock::now();
   if (messages.empty() || messages.back().role != "user") {
     return Status::FailedPrecondition("the conversation has no user turn to answer: Send() one");
   }
+  Own();
   GenerateOptions go = o;
   go.chat = false;
   go.system_prompt.clear();
@@ -138,7 +159,6 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
     if (moved.ok() && *moved) current -= end;
     return moved;
   };
-  session->owner = this;
   Result<Generation> r = session->Run(std::move(toks).value(), go, sink, make_room, t0);
   if (!r.ok()) return r;
   r->stats.turns_dropped = dropped.turns_dropped;

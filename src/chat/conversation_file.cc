@@ -46,7 +46,7 @@ Result<std::unique_ptr<Conversation>> Conversation::Load(Session& session, const
   if (!c.ok()) return c.status();
   EDGELLM_RETURN_IF_ERROR((*c)->SetHistory(std::move(messages)));
   const bool restored = r.verdict == chat::KvFileVerdict::kOk && r.n_tokens > 0;
-  if (restored) session.impl()->owner = (*c)->impl_.get();
+  if (restored) session.impl()->TakeCache((*c)->impl_.get());
   if (info) {
     info->kv_restored = restored;
     info->n_tokens = r.n_tokens;

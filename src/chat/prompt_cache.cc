@@ -138,7 +138,7 @@ Result<PrepareStats> Conversation::PrepareNow() {
   PrepareStats ps;
   ps.n_tokens = static_cast<int32_t>(prefix->size());
   if (prefix->empty()) return ps;
-  s->owner = impl_.get();
+  impl_->Own();
   PromptCache* cache = impl_->options.prompt_cache;
   const bool in_memory = s->cached.size() >= prefix->size() &&
                          std::equal(prefix->begin(), prefix->end(), s->cached.begin());

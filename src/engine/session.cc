@@ -89,6 +89,13 @@ Status Session::Impl::EnsureContext() {
   return Status::Ok();
 }
 
+void Session::Impl::TakeCache(CacheOwner* next) {
+  if (owner == next) return;
+  CacheOwner* previous = owner;
+  owner = next;
+  if (previous) previous->Evicted(*this);
+}
+
 void Session::Impl::ClearKv() {
   if (ctx) engine::kv_clear(ctx);
   cached.clear();
@@ -157,7 +164,7 @@ Result<Generation> Session::Generate(std::string_view prompt, const GenerateOpti
     ~Busy() { flag.store(false); }
   } busy{impl_->generating};
   impl_->generating.store(true);
-  impl_->owner = nullptr;
+  impl_->TakeCache(nullptr);
   try {
     return impl_->Generate(prompt, options, sink);
   } catch (const std::exception& e) {

@@ -19,6 +19,14 @@ namespace engine {
 class DecodeControl;
 }
 
+// Whoever's tokens a session's KV cache holds (a conversation). Told before another user
+// takes the cache over, while the cells are still there: a chance to keep them elsewhere.
+class CacheOwner {
+ public:
+  virtual ~CacheOwner() = default;
+  virtual void Evicted(Session::Impl& session) = 0;
+};
+
 struct Session::Impl {
   using Clock = std::chrono::steady_clock;
   // Called when the context fills while a reply is generated: frees cells (DropCached) and
@@ -36,8 +44,8 @@ struct Session::Impl {
   // Every decode appends to it (DecodeControl), every removal trims it: it is what a later
   // call may reuse.
   std::vector<llama_token> cached;
-  // Which conversation's turns `cached` holds (null: none, or a plain Generate's prompt).
-  const void* owner = nullptr;
+  // Whose turns `cached` holds (null: none, or a plain Generate's prompt).
+  CacheOwner* owner = nullptr;
 
   ~Impl();
   // Creates the llama context if ReleaseKv() dropped it.
@@ -72,6 +80,8 @@ struct Session::Impl {
   // again through `control` (null: then nothing is removed and the result is false).
   Result<bool> DropCached(int32_t p0, int32_t p1, engine::DecodeControl* control);
   bool can_shift() const;
+  // Makes `next` the cache's owner, telling the previous one first.
+  void TakeCache(CacheOwner* next);
 };
 
 Result<std::string> format_chat(const Model::Impl* model, std::string_view user,

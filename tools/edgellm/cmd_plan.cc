@@ -1,5 +1,6 @@
 // edgellm plan MODEL [--ram 8G] [--ctx N] [--kv-type q8_0] [--task code] [--json]
 // edgellm plan --tiers [--task chat] [--ctx N] [--json]: memory before loading.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -94,13 +95,15 @@ int run_tiers(const PlanArgs& a) {
   }
   std::printf("device tiers: app budget %.0f%% of RAM; exact plans at n_ctx %d, KV %s\n",
               t.budget_fraction * 100, t.n_ctx, edgellm::kv_type_name(t.kv_type));
-  std::printf("%-14s %6s %-7s %9s %9s", "model", "params", "quant", "formula", "exact");
+  int w = 14;  // the model column fits the longest preset name
+  for (const auto& r : *rows) w = std::max(w, static_cast<int>(r.model.size()));
+  std::printf("%-*s %6s %-7s %9s %9s", w, "model", "params", "quant", "formula", "exact");
   for (double g : t.ram_gib) std::printf("  %5.0fGB", g);
-  std::printf("\n%-14s %6s %-7s %9s %9s", "", "", "", "GiB", "GiB");
+  std::printf("\n%-*s %6s %-7s %9s %9s", w, "", "", "", "GiB", "GiB");
   for (double g : t.ram_gib) std::printf("  %6.2f", g * t.budget_fraction);
   std::printf("   <- budget GiB\n");
   for (const auto& r : *rows) {
-    std::printf("%-14s %5.2fB %-7s %9.2f ", r.model.c_str(), r.params_b, r.quant.c_str(),
+    std::printf("%-*s %5.2fB %-7s %9.2f ", w, r.model.c_str(), r.params_b, r.quant.c_str(),
                 r.formula_bytes / (1024.0 * 1024 * 1024));
     if (r.exact_bytes) std::printf("%9.2f", r.exact_bytes / (1024.0 * 1024 * 1024));
     else std::printf("%9s", "-");

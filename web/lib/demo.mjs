@@ -1,11 +1,17 @@
-// The demo's state: the one loaded model, the staged load (pull, engine, warm-up) broadcast to
-// every progress listener, and the one running generation with its AbortController.
+// The demo's state: the one loaded model and its conversation (saved after every turn, so a
+// reloaded page or a restarted server resumes it), the staged load (pull, engine, warm-up)
+// broadcast to every progress listener, and the one running reply with its AbortController.
+import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { HttpError, sendError, sseSend, sseStart } from './http.mjs';
 
 const kMaxPrompt = 16 * 1024;  // characters
 const kMaxTokens = 8192;
+// edgellm's own trained model (docs/training.md): the picker's first, default choice.
+const kBundled = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
+                              '../../assets/edgellm-tiny-F32.gguf');
 
 // The addon's errors may carry a code (e.g. ERR_DISPOSED); keep it in the message.
 function describe(err) {
@@ -19,6 +25,10 @@ export class Demo {
     this.store = store;
     this.threads = threads;
     this.model = null;      // the loaded Model
+    this.conv = null;       // its Conversation
+    this.convFile = path.join(store, 'demo-conversation.kv');
+    this.restored = null;   // what restoring the saved conversation gave, for the page
+    this.replyStats = [];   // the stats of each assistant message of the history (null: unknown)
     this.loading = null;    // { target } while a pull or load runs
     this.gen = null;        // { controller } while a generation runs
     this.listeners = new Set();
@@ -29,6 +39,11 @@ export class Demo {
   async models() {
     const models = [];
     const errors = [];
+    const bundled = await stat(kBundled).catch(() => null);
+    if (bundled?.isFile()) {
+      models.push({ source: 'bundled', id: 'edgellm-tiny (trained, bilingual)', path: kBundled,
+                    sizeBytes: bundled.size });
+    }
     try {
       for (const name of (await readdir(this.modelsDir)).sort()) {
         if (!name.endsWith('.gguf')) continue;
@@ -122,6 +137,7 @@ export class Demo {
       await this.unload();
       const model = await this.loadEngine(target);
       this.model = model;
+      this.conv = await this.openConversation(model);
       this.emit({ stage: 'ready', model: model.info.name, path: target });
       return { info: model.info };
     } catch (err) {
@@ -174,13 +190,58 @@ export class Demo {
     }
   }
 
+  // The saved conversation when there is one (its KV cache too when it was made with this
+  // model), else a new one.
+  async openConversation(model) {
+    this.restored = null;
+    this.replyStats = [];
+    if (existsSync(this.convFile)) {
+      try {
+        const conv = await model.restoreConversation(this.convFile);
+        this.restored = conv.restoreInfo;
+        this.replyStats = conv.history.filter((m) => m.role === 'assistant').map(() => null);
+        return conv;
+      } catch (err) {
+        this.restored = { kvRestored: false, nTokens: 0, whyNot: describe(err) };
+      }
+    }
+    return model.conversation();
+  }
+
+  async save() {
+    try {
+      await this.conv?.save(this.convFile);
+    } catch (err) {
+      console.error(`edgellm-demo: the conversation was not saved: ${describe(err)}`);
+    }
+  }
+
+  // GET /api/conversation: the history, and what restoring it gave.
+  conversation() {
+    return { history: this.conv?.history ?? [], replyStats: this.replyStats,
+             restored: this.restored };
+  }
+
+  // POST /api/reset: a new conversation (the saved one goes too).
+  async reset() {
+    if (this.gen) throw new HttpError(409, 'a reply is being generated: wait for it or cancel it');
+    if (!this.conv) throw new HttpError(409, 'no model is loaded: pick one and press Load first');
+    await this.conv.reset();
+    this.replyStats = [];
+    this.restored = null;
+    await this.save();
+    return this.conversation();
+  }
+
   async unload() {
     const old = this.model;
     this.model = null;
+    this.conv = null;
     if (old) await old.dispose();  // cancels a running generation, frees the memory
   }
 
-  // POST /api/chat {prompt, maxTokens?, temperature?}: batches as SSE "token", then "done".
+  // POST /api/chat {prompt, maxTokens?, temperature?}: the next turn of the conversation,
+  // batches as SSE "token", then "done" with the stats and the history.
   async chat(res, body) {
     const { prompt, maxTokens = 256, temperature } = body;
     if (typeof prompt !== 'string' || prompt.trim() === '' || prompt.length > kMaxPrompt) {
@@ -216,12 +277,22 @@ export class Demo {
       sseSend(res, 'token', { text, index: batch.index, latencyUs: batch.latencyUs,
                               tokens: batch.totalTokens, msPerToken });
     };
-    const options = { chat: true, maxTokens, signal: controller.signal, onToken };
+    const options = { maxTokens, signal: controller.signal, onToken };
     if (temperature !== undefined) options.temperature = temperature;
     try {
-      const { text, finishReason, stats } = await model.generate(prompt, options);
+      const conv = this.conv;
+      const { text, finishReason, stats } = await conv.send(prompt, options);
+      if (this.conv === conv) {
+        this.replyStats.splice(0, stats.turnsDropped);  // their replies left the history
+        if (conv.history.at(-1)?.role === 'assistant' && finishReason !== 'context_full') {
+          this.replyStats.push(stats);
+        }
+        await this.save();
+      }
       const msPerToken = stats.decodeTps > 0 ? 1000 / stats.decodeTps : null;
-      sseSend(res, 'done', { finishReason, chars: text.length, msPerToken, stats });
+      sseSend(res, 'done', { finishReason, chars: text.length, msPerToken, stats,
+                             history: conv.history,
+                             replyStats: this.conv === conv ? this.replyStats : [] });
       res.end();
     } catch (err) {
       sendError(res, new HttpError(500, `generation failed: ${describe(err)}`));

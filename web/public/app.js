@@ -163,6 +163,7 @@ async function load(body) {
     const { info } = await (await api('/api/load', body)).json();
     await showModels(info.path);
     await showPlan(info.path);
+    await showConversation();
     $('send-btn').disabled = false;
   } catch (err) {
     $('load-error').textContent = err.message;
@@ -174,20 +175,55 @@ async function load(body) {
   }
 }
 
+// The conversation: its messages, each reply with the stats of the turn that made it.
+function addMessage(role, text, stats) {
+  const li = document.createElement('li');
+  li.dataset.role = role;
+  li.textContent = text;
+  if (stats) {
+    const s = document.createElement('span');
+    s.className = 'turn-stats';
+    s.textContent = `TTFT ${fmtMs(stats.ttftMs)} · reused ${stats.nCached} of ` +
+                    `${stats.nCached + stats.nPrompt} prompt tokens` +
+                    (stats.turnsDropped ? ` · dropped ${stats.turnsDropped} old turns` : '');
+    li.append(s);
+  }
+  $('history').append(li);
+  li.scrollIntoView({ block: 'nearest' });
+}
+
+// `replyStats[k]`: the stats of the k-th assistant message (null when not known).
+function showHistory(history, replyStats = []) {
+  $('history').replaceChildren();
+  let k = 0;
+  for (const m of history) addMessage(m.role, m.content, m.role === 'assistant' ? replyStats[k++] : null);
+}
+
+async function showConversation() {
+  const { history, replyStats, restored } = await getJson('/api/conversation');
+  showHistory(history, replyStats);
+  $('restored').textContent = restored
+    ? (restored.kvRestored ? `resumed, KV cache restored (${restored.nTokens} tokens)`
+                           : `resumed: ${restored.whyNot}`)
+    : '';
+}
+
 // Chat: POST /api/chat answers with an event stream of text batches, then the stats.
 async function send() {
   const answer = $('answer');
+  const prompt = $('prompt').value;
   answer.replaceChildren();
   $('chat-error').textContent = '';
   $('live-ms-per-token').textContent = '-';
   for (const id of ['finish', 'ngen', 'ttft', 'ms-per-token', 'decode-tps', 'prefill', 'batches',
-                    'delivery', 'peak-rss']) $(`stat-${id}`).textContent = '-';
+                    'delivery', 'peak-rss', 'reused', 'dropped']) $(`stat-${id}`).textContent = '-';
   document.body.dataset.chat = 'running';
   $('send-btn').disabled = true;
+  $('reset-btn').disabled = true;
   $('cancel-btn').disabled = false;
+  addMessage('user', prompt);
   try {
-    const res = await api('/api/chat', { prompt: $('prompt').value,
-                                         maxTokens: Number($('max-tokens').value) });
+    const res = await api('/api/chat', { prompt, maxTokens: Number($('max-tokens').value) });
     await readSse(res, (event, data) => {
       if (event === 'token') {
         answer.append(data.text);
@@ -196,6 +232,8 @@ async function send() {
         }
       } else if (event === 'done') {
         showStats(data);
+        // The server's history is the truth (it may have dropped old turns).
+        showHistory(data.history, data.replyStats);
       } else if (event === 'error') {
         $('chat-error').textContent = data.message;
       }
@@ -205,6 +243,7 @@ async function send() {
   } finally {
     document.body.dataset.chat = 'done';
     $('send-btn').disabled = false;
+    $('reset-btn').disabled = false;
     $('cancel-btn').disabled = true;
     pollStatus();
   }
@@ -223,6 +262,8 @@ function showStats({ finishReason, msPerToken, stats: s }) {
   $('stat-delivery').textContent = `${ms(s.deliveryP50Us)} / ${ms(s.deliveryP99Us)} ms`;
   $('stat-peak-rss').textContent = fmtBytes(s.peakRssBytes);
   if (msPerToken != null) $('live-ms-per-token').textContent = msPerToken.toFixed(1);
+  $('stat-reused').textContent = `${s.nCached} of ${s.nCached + s.nPrompt} prompt tokens`;
+  $('stat-dropped').textContent = s.turnsDropped ? `${s.turnsDropped} turns` : 'none';
 }
 
 // Live RSS, threads and busy state, polled.
@@ -237,6 +278,7 @@ async function pollStatus() {
       s.model ? `${s.model.name} (${s.model.quant}, ctx ${s.model.ctx})` : 'no model';
     if (s.model && !s.loading && document.body.dataset.chat !== 'running') {
       $('send-btn').disabled = false;
+      $('reset-btn').disabled = false;
     }
   } catch (err) {
     $('live-busy').textContent = `server unreachable: ${err.message}`;
@@ -255,8 +297,16 @@ function main() {
                                 () => load({ manifestUrl: $('manifest-url').value.trim() }));
   $('send-btn').addEventListener('click', send);
   $('cancel-btn').addEventListener('click', () => api('/api/cancel', {}).catch(() => {}));
+  $('reset-btn').addEventListener('click', async () => {
+    try {
+      await api('/api/reset', {});
+      await showConversation();
+    } catch (err) {
+      $('chat-error').textContent = err.message;
+    }
+  });
 
-  Promise.all([showDevice(), showModels()]).catch((err) => {
+  Promise.all([showDevice(), showModels(), showConversation()]).catch((err) => {
     $('models-error').textContent = err.message;
   }).finally(() => { document.body.dataset.ready = '1'; });
   pollStatus();

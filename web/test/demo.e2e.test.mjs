@@ -227,3 +227,63 @@ test('switching models disposes the old one and cancels its generation',
   const status = await (await fetch(new URL('/api/status', demoUrl))).json();
   assert.equal(status.model.path, local);
 });
+
+// Sends one turn from the page and waits for its reply.
+async function turn(prompt, maxTokens = 48) {
+  await page.fill('#prompt', prompt);
+  await page.fill('#max-tokens', String(maxTokens));
+  await page.waitForSelector('#send-btn:not([disabled])');
+  await page.click('#send-btn');
+  await page.waitForSelector('body[data-chat="done"]');
+  assert.equal(await page.textContent('#chat-error'), '');
+}
+
+const historyOf = () => page.$$eval('#history li', (items) => items.map((li) => ({
+  role: li.dataset.role, text: li.firstChild?.textContent ?? '',
+  stats: li.querySelector('.turn-stats')?.textContent ?? '' })));
+
+test('edgellm\'s own model holds a three-turn chat with reuse, and a reload resumes it',
+     { timeout: kSlow }, async (t) => {
+  const options = await page.$$eval('#model-select option', (o) => o.map((x) => x.value));
+  const bundled = options.find((v) => v.endsWith('assets/edgellm-tiny-F32.gguf'));
+  assert.ok(bundled, `the trained model is offered: ${options}`);
+  assert.equal(options[0], bundled, 'and first, the default');
+  await page.selectOption('#model-select', bundled);
+  await page.click('#load-btn');
+  await page.waitForSelector('body[data-load="done"]');
+  assert.equal(await page.textContent('#load-error'), '');
+  await page.click('#reset-btn');
+  await page.waitForFunction(() => document.querySelectorAll('#history li').length === 0);
+
+  await turn('用一句话介绍端侧大模型。');
+  await turn('Say it in English.');
+  await turn('意图：明天上海会下雨吗');
+  const h = await historyOf();
+  assert.deepEqual(h.map((m) => m.role), ['user', 'assistant', 'user', 'assistant', 'user',
+                                          'assistant']);
+  assert.match(h[1].text, /端侧/);
+  assert.equal(h[5].text, 'weather');
+  for (const k of [3, 5]) {
+    const m = h[k].stats.match(/TTFT [\d.]+ ms · reused (\d+) of (\d+) prompt tokens/);
+    assert.ok(m, h[k].stats);
+    assert.ok(Number(m[1]) > 0 && Number(m[1]) < Number(m[2]), h[k].stats);
+  }
+  t.diagnostic(`turn 3: ${h[5].stats}`);
+  const shots = path.join(root, 'build/screenshots');
+  await mkdir(shots, { recursive: true });
+  await page.screenshot({ path: path.join(shots, 'demo-chat.png'), fullPage: true });
+
+  // A reload shows the same conversation (the server saved it) and the next turn reuses it.
+  await page.reload();
+  await page.waitForSelector('body[data-ready]');
+  await page.waitForFunction(() => document.querySelectorAll('#history li').length === 6);
+  const again = await historyOf();
+  assert.deepEqual(again.map((m) => m.text), h.map((m) => m.text));
+  assert.equal(again[5].stats, h[5].stats);
+  assert.ok(existsSync(path.join(tmp, 'store', 'demo-conversation.kv')));
+  await turn('city: Wang Fang flies to Chengdu on Friday.');
+  const four = await historyOf();
+  assert.equal(four.length, 8);
+  assert.equal(four[7].text, 'Chengdu');
+  assert.match(four[7].stats, /reused [1-9]\d* of/);
+});

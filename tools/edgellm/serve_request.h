@@ -1,0 +1,34 @@
+// The OpenAI-compatible request and response shapes of `edgellm serve` (cmd_serve_llm.cc):
+// sampling fields, chat messages (string or text-part content), usage, errors.
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "edgellm/edgellm.h"
+
+namespace cli {
+
+// An OpenAI error object with `status`.
+void send_error(httplib::Response& res, int status, const std::string& type,
+                const std::string& message);
+// finish_reason as OpenAI names it.
+const char* finish_name(edgellm::FinishReason r);
+// The request's sampling fields into GenerateOptions; false with *err on a bad value.
+bool read_options(const nlohmann::json& body, edgellm::GenerateOptions* o, std::string* err);
+
+// A chat request's messages: the leading system message apart, the rest as the history
+// whose last message is the user turn to answer.
+struct ChatRequest {
+  std::string system;
+  std::vector<edgellm::ChatMessage> messages;
+};
+// False with *err naming the first bad message.
+bool parse_messages(const nlohmann::json& body, ChatRequest* r, std::string* err);
+// usage, with prompt_tokens_details.cached_tokens.
+nlohmann::json usage_json(const edgellm::Stats& s);
+
+}  // namespace cli
