@@ -15,3 +15,5 @@ printf '\n==> running the Node-API bridge tests (node --test)\n' >&2
 node --test bindings/node/test/
 printf '\n==> running the web demo end-to-end test (headless Chromium)\n' >&2
 node --test web/test/
+printf '\n==> the HarmonyOS shape: clang 15 + libc++, aarch64-linux-ohos compile, aarch64 under qemu\n' >&2
+bash scripts/cross.sh

@@ -26,8 +26,19 @@ function nativeConversationOptions(o = {}) {
   return out;
 }
 
+// Conversations created with a savePath, which enterBackground() saves (index.js).
+const autosaved = new Set();
+
+function checkSavePath(p) {
+  if (p !== undefined && (typeof p !== 'string' || p === '')) {
+    throw new TypeError('savePath must be a non-empty string (a file under the app\'s filesDir)');
+  }
+  return p;
+}
+
 class Conversation {
   #bridge;
+  #savePath;
   #id;
   #history;
   #systemPrompt;
@@ -45,20 +56,27 @@ class Conversation {
     this.#systemPrompt = init.systemPrompt;
     this.#overflow = init.overflow;
     this.#restoreInfo = init.restore;
+    this.#savePath = init.savePath;
+    if (this.#savePath !== undefined) autosaved.add(this);
     registry?.register(this, { bridge, id: init.id }, this);
   }
 
   static async create(bridge, options = {}) {
+    const savePath = checkSavePath(options.savePath);
     const o = nativeConversationOptions(options);
     const r = await bridge.job(() => bridge.native.conversationCreate(o));
-    return new Conversation(bridge, r);
+    return new Conversation(bridge, { ...r, savePath });
   }
 
   static async restore(bridge, filePath, options = {}) {
+    const savePath = checkSavePath(options.savePath);
     const o = nativeConversationOptions(options);
     const r = await bridge.job(() => bridge.native.conversationLoad(filePath, o));
-    return new Conversation(bridge, r);
+    return new Conversation(bridge, { ...r, savePath });
   }
+
+  /** Where enterBackground() saves this conversation (undefined: it does not). */
+  get savePath() { return this.#savePath; }
 
   /** The history, oldest first (a copy). */
   get history() { return this.#history.map((m) => ({ ...m })); }
@@ -106,6 +124,7 @@ class Conversation {
   dispose() {
     if (this.#disposed) return Promise.resolve();
     this.#disposed = true;
+    autosaved.delete(this);
     registry?.unregister(this);
     if (this.#bridge.disposed()) return Promise.resolve();
     return this.#bridge.job(() => this.#bridge.native.conversationFree(this.#id)).catch(() => {});
@@ -137,4 +156,7 @@ class Conversation {
   }
 }
 
-module.exports = { Conversation };
+/** The live conversations that have a savePath. */
+function autosavedConversations() { return [...autosaved]; }
+
+module.exports = { Conversation, autosavedConversations };

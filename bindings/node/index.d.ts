@@ -130,6 +130,14 @@ export interface GenerationStats {
   deliveryP99Us: number;
   /** Milliseconds this request waited behind earlier ones on the same model. */
   queuedMs: number;
+  /** Thread-count changes during this generation (thermal level or sysfs), and the fewest
+   * threads it ran on. */
+  threadChanges: number;
+  minThreads: number;
+  /** Milliseconds parked by pause() or thermal level 6 (EMERGENCY). */
+  pausedMs: number;
+  /** The model was unloaded by setMemoryLevel(2) and loaded again for this request. */
+  reloaded: boolean;
 }
 
 export interface GenerateResult {
@@ -156,6 +164,21 @@ export class Model {
   stream(prompt: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
   /** Frees the KV cache now (rebuilt on the next generate) to give memory back. */
   releaseKv(): Promise<void>;
+  /** Loads a LoRA adapter (GGUF, llama.cpp's convert_lora_to_gguf.py format) against this
+   * model; it is not applied until setLora(). ERR_NOT_FOUND / ERR_CORRUPT_DATA /
+   * ERR_INVALID_ARGUMENT (another architecture or shape). */
+  loadLora(path: string): Promise<LoraAdapter>;
+  /** Applies `adapter` at `scale` (default 1; 0 removes it), between generations in call
+   * order. Several adapters may be applied at once. */
+  setLora(adapter: LoraAdapter, scale?: number): Promise<void>;
+  /** Un-applies `adapter` and frees it. */
+  removeLora(adapter: LoraAdapter): Promise<void>;
+  /** Un-applies every adapter: the next generation is the base model's exactly. */
+  clearLora(): Promise<void>;
+  /** Cancels the running generation and the queued ones (they resolve "cancelled" with the
+   * text so far); queued jobs such as conversation saves still run. Resolves once the running
+   * request has settled. */
+  cancelAll(): Promise<void>;
   /** A conversation that keeps its KV cache between turns. Rejects with ERR_INVALID_ARGUMENT
    * when the model has no chat template (unless chatmlFallback) or an option is bad. */
   conversation(options?: ConversationOptions): Promise<Conversation>;
@@ -166,6 +189,24 @@ export class Model {
   /** Cancels the running and queued generations (they resolve "cancelled"), waits for the
    * worker, then frees the model. Idempotent; later generate() calls reject (ERR_DISPOSED). */
   dispose(): Promise<void>;
+}
+
+export interface LoraInfo {
+  arch: string;
+  rank: number;
+  alpha: number;
+  /** Adapted weight matrices. */
+  nPairs: number;
+  fileBytes: number;
+  loadMs: number;
+}
+
+export class LoraAdapter {
+  private constructor();
+  readonly model: Model;
+  readonly id: number;
+  readonly path: string;
+  readonly info: LoraInfo;
 }
 
 export interface ChatMessage {
@@ -186,6 +227,9 @@ export interface ConversationOptions {
   promptCacheBytes?: number;
   /** Use ChatML for a model without a chat template of its own. Default false. */
   chatmlFallback?: boolean;
+  /** Where enterBackground() saves this conversation (a file under the app's filesDir, never
+   * its cacheDir). Default: not saved. */
+  savePath?: string;
 }
 
 export interface PrepareStats {
@@ -301,8 +345,185 @@ export function pull(manifestUrl: string,
                                 signal?: AbortSignal }): Promise<InstalledModel>;
 /** Installed models of a store. */
 export function listModels(store: string): Promise<InstalledModel[]>;
+export interface EnsureResult {
+  /** Some version of the model is active. */
+  installed: boolean;
+  activeVersion: number;
+  /** The active version is older than the one required (or none is installed): pull it, and
+   * keep serving `path` meanwhile. */
+  upgradeNeeded: boolean;
+  /** The active model file ("" when none). */
+  path: string;
+}
+/** Whether `id` is installed at `version` or later, and what to serve meanwhile. */
+export function ensureModel(store: string, id: string, version: number): Promise<EnsureResult>;
+/** Re-hashes a version (default: the active one) against its manifest: every chunk and the
+ * whole file. Rejects with ERR_CORRUPT_DATA naming what differs, ERR_NOT_FOUND. */
+export function verifyModel(store: string, id: string, version?: number): Promise<void>;
+/** Removes one version (not the active one unless it is the only one), or the whole model. */
+export function removeModel(store: string, id: string, version?: number): Promise<void>;
 
 /** Resident and peak resident memory of this process, in bytes. */
 export function memoryUsage(): { rssBytes: number; peakRssBytes: number };
 /** Versions: the addon, libllama's pinned build. */
+// ---- Routing and cloud fallback (docs/node.md "Runtime") ----
+
+export type Route = "on-device" | "cloud" | "refuse";
+
+export interface CloudOptions {
+  /** An OpenAI-compatible server: "http://127.0.0.1:8080", "https://host/v1" or the full
+   * ".../chat/completions" URL. */
+  baseUrl: string;
+  /** The request's "model" field. Default "default". */
+  model?: string;
+  /** Bearer token (never logged). Default: the EDGELLM_CLOUD_API_KEY environment variable. */
+  apiKey?: string;
+  connectTimeoutS?: number;
+  idleTimeoutS?: number;
+  /** Retries on 429, 5xx and connection failures while no text has streamed. Default 3. */
+  maxRetries?: number;
+}
+
+export interface RouteEvent {
+  route: Route;
+  /** Why, in one sentence. */
+  reason: string;
+  /** The planned path failed before any text and this is the other one. */
+  fallback: boolean;
+}
+
+export interface RuntimeOptions {
+  /** The on-device model (may be missing: then the cloud serves, or the request is refused). */
+  modelPath?: string;
+  threads?: number;
+  ctx?: number;
+  /** The data may not leave the device: never the cloud. */
+  privacy?: boolean;
+  /** No network: never the cloud. */
+  offline?: boolean;
+  /** Wanted time to first token (0 = none), and the cloud's best. */
+  latencyTargetMs?: number;
+  cloudTtftMs?: number;
+  /** Use the device whenever it can (default: only when privacy, offline or latency need it,
+   * the first field report's Decision 1). */
+  preferOnDevice?: boolean;
+  /** Plan against this much RAM (default: this device's). */
+  ramBytes?: number;
+  /** Read the device profile under this root (tests: a fake sysfs tree). */
+  deviceRoot?: string;
+  cloud?: CloudOptions;
+  /** Called when a path starts serving, before its first text (again on a fallback). */
+  onRoute?: (event: RouteEvent) => void;
+}
+
+export interface RuntimeDecision {
+  route: Route;
+  reason: string;
+  /** Whether this device could run the model, and why not. */
+  localPossible: boolean;
+  localWhy: string;
+}
+
+export interface RoutedResult extends GenerateResult {
+  /** The path that served, and why. */
+  route: Route;
+  reason: string;
+  /** The planned path failed before any text; `failure` says how. */
+  fellBack: boolean;
+  failure: string;
+}
+
+export interface RuntimeGenerateOptions extends GenerateOptions {
+  /** Overrides the runtime's onRoute for this request. */
+  onRoute?: (event: RouteEvent) => void;
+}
+
+export class Runtime {
+  /** Reads the device and the model's memory plan (no weights are read) and decides. Rejects
+   * only on unusable options (ERR_INVALID_ARGUMENT: a bad cloud URL, ...). */
+  static create(options?: RuntimeOptions): Promise<Runtime>;
+  readonly decision: RuntimeDecision;
+  readonly disposed: boolean;
+  /** Loads the on-device model now when the route is on-device (a no-op otherwise). */
+  prepare(): Promise<void>;
+  /** One request at a time, in call order. A refusal rejects with ERR_FAILED_PRECONDITION and
+   * the policy's reason; whichever path serves, text arrives through onToken. */
+  generate(prompt: string, options?: RuntimeGenerateOptions): Promise<RoutedResult>;
+  stream(prompt: string, options?: Omit<RuntimeGenerateOptions, "onToken">): TextStream;
+  /** Stops the request in flight (it resolves "cancelled"). */
+  cancel(): void;
+  dispose(): Promise<void>;
+}
+
+// ---- The app's platform signals (docs/node.md "Platform signals") ----
+
+/** HarmonyOS `@ohos.thermal` ThermalLevel (Android's thermal status maps the same way). */
+export type ThermalLevel = 0 | 1 | 2 | 3 | 4 | 5 | 6;
+/** The platform's thermal level, which then replaces the sysfs reader (-1 goes back to it):
+ * 0 COOL, 1 NORMAL: all threads; 2 WARM: all threads, 5 ms yield per batch; 3 HOT: half the
+ * threads, 10 ms; 4 OVERHEATED: 1 thread, 20 ms; 5 WARNING: 1 thread, 50 ms; 6 EMERGENCY:
+ * generations park between tokens until the level drops. Applies at the next token of every
+ * model. A RangeError-like ERR_INVALID_ARGUMENT outside -1..6. */
+export function setThermalLevel(level: ThermalLevel | -1): void;
+
+/** HarmonyOS onMemoryLevel: 0 MODERATE, 1 LOW, 2 CRITICAL. */
+export type MemoryLevel = 0 | 1 | 2;
+export interface MemoryLevelResult {
+  level: MemoryLevel;
+  /** Live models, and how many freed their KV cache or their weights. */
+  models: number;
+  kvReleased: number;
+  unloaded: number;
+}
+/** MODERATE frees nothing; LOW frees every model's KV cache; CRITICAL also frees every model's
+ * weights, parking its conversations: the next request loads the same file again
+ * (stats.reloaded) and nothing the app holds becomes invalid. Each model acts once its queued
+ * work is done; the promise settles when all have. */
+export function setMemoryLevel(level: MemoryLevel): Promise<MemoryLevelResult>;
+
+/** Screen off / window hidden: every generation parks between tokens, state kept, until
+ * resume(). Models loaded while paused start paused. */
+export function pause(): void;
+export function resume(): void;
+
+export interface Signals {
+  /** What the app last said; -1: never. */
+  thermalLevel: number;
+  memoryLevel: number;
+  paused: boolean;
+}
+export function signals(): Signals;
+
+export interface BackgroundResult {
+  models: number;
+  /** Models that had a generation running or queued. */
+  cancelled: number;
+  /** The savePath of every conversation saved. */
+  saved: string[];
+  failed: { path: string; code: string; message: string }[];
+}
+/** The app went to the background (onBackground): cancels every generation, saves each
+ * conversation that has a savePath, then frees the KV caches (releaseKv: false keeps them). */
+export function enterBackground(options?: { releaseKv?: boolean }): Promise<BackgroundResult>;
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export interface LogLine {
+  level: LogLevel;
+  source: "edgellm" | "llama.cpp";
+  /** One whole line, without its newline. */
+  text: string;
+  /** When it was logged (ms since the epoch). */
+  timeMs: number;
+}
+export interface LogSubscription {
+  readonly active: boolean;
+  /** Stops delivery: the callback is never called afterwards. Idempotent. */
+  dispose(): void;
+}
+/** Library and llama.cpp log lines at `level` and above (default "info"), delivered in batches
+ * on the JS thread (never from a worker), e.g. to hilog. One sink at a time: a new onLog()
+ * replaces the previous one. */
+export function onLog(callback: (lines: LogLine[]) => void,
+                      options?: { level?: LogLevel }): LogSubscription;
+
 export const version: { edgellm: string; llama: string; napi: number };

@@ -3,6 +3,8 @@
 // design: docs/node.md. Queueing, AbortSignal and the "settles exactly once, nothing after"
 // guarantees live here; everything heavy runs on the addon's worker thread per model.
 
+// @node-only begin (bindings/harmonyos/gen_js.mjs drops this block; on HarmonyOS the module
+// is `import native from 'libedgellm.so'`, whose environment cleanup stops the models)
 const path = require('node:path');
 const fs = require('node:fs');
 
@@ -23,11 +25,14 @@ function loadAddon() {
 }
 
 const native = loadAddon();
+// @node-only end
 
 // Models not yet disposed. On process exit (process.exit() runs no environment cleanup) the
 // addon cancels their generations and frees them before the process tears down.
 let liveModels = 0;
+// @node-only begin
 process.once('exit', () => { if (liveModels > 0) native.shutdown(); });
+// @node-only end
 
 function disposedError() {
   const err = new Error('edgellm: the model is disposed; load it again with Model.load()');
@@ -48,7 +53,8 @@ function emptyStats(queuedMs) {
     nPrompt: 0, nCached: 0, turnsDropped: 0, tokensDropped: 0, prefillMs: 0, prefillTps: 0,
     ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
     peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, batches: 0,
-    deliveryP50Us: 0, deliveryP99Us: 0, queuedMs,
+    deliveryP50Us: 0, deliveryP99Us: 0, queuedMs, threadChanges: 0, minThreads: 0, pausedMs: 0,
+    reloaded: false,
   };
 }
 
@@ -62,8 +68,21 @@ function nativeGenerateOptions(o) {
   return out;
 }
 
-const { Conversation } = require('./conversation.js');
+const { Conversation, autosavedConversations } = require('./conversation.js');
 const { textStream } = require('./stream.js');
+const { createRuntimeClass } = require('./runtime.js');
+
+/** A LoRA adapter loaded by model.loadLora(). */
+class LoraAdapter {
+  constructor(model, info) {
+    this.model = model;
+    this.id = info.id;
+    this.path = info.path;
+    this.info = Object.freeze({ arch: info.arch, rank: info.rank, alpha: info.alpha,
+                                nPairs: info.nPairs, fileBytes: info.fileBytes,
+                                loadMs: info.loadMs });
+  }
+}
 
 class Model {
   #native;
@@ -72,6 +91,7 @@ class Model {
   #disposed = false;
   #disposing = null;  // the dispose() promise
   #info;
+  #ref;
 
   constructor(nativeModel, info) {
     if (!(nativeModel instanceof native.NativeModel)) {
@@ -79,6 +99,8 @@ class Model {
     }
     this.#native = nativeModel;
     this.#info = Object.freeze(info);
+    this.#ref = new WeakRef(this);
+    liveRefs.add(this.#ref);
   }
 
   static async load(modelPath, options = {}) {
@@ -189,6 +211,61 @@ class Model {
     return this.#native.releaseKv();
   }
 
+  /** Loads a LoRA adapter file (GGUF, convert_lora_to_gguf.py's format) against this model.
+   * It is not applied until setLora(). */
+  async loadLora(filePath) {
+    if (this.#disposed) throw disposedError();
+    if (typeof filePath !== 'string') throw new TypeError('path must be a string');
+    const info = await this.#enqueue({}, () => this.#native.loraLoad(filePath), true);
+    return Object.freeze(new LoraAdapter(this, info));
+  }
+
+  /** Applies `adapter` at `scale` (default 1; 0 removes it) from the next generation on. */
+  setLora(adapter, scale = 1) {
+    if (this.#disposed) return Promise.reject(disposedError());
+    if (typeof scale !== 'number') return Promise.reject(new TypeError('scale must be a number'));
+    let id;
+    try { id = this.#loraId(adapter); } catch (err) { return Promise.reject(err); }
+    return this.#enqueue({}, () => this.#native.loraSet(id, scale), true);
+  }
+
+  /** Un-applies `adapter` and frees it (it cannot be applied again). */
+  removeLora(adapter) {
+    if (this.#disposed) return Promise.reject(disposedError());
+    let id;
+    try { id = this.#loraId(adapter); } catch (err) { return Promise.reject(err); }
+    return this.#enqueue({}, () => this.#native.loraRemove(id), true);
+  }
+
+  /** Un-applies every adapter: the next generation is the base model's exactly. */
+  clearLora() {
+    if (this.#disposed) return Promise.reject(disposedError());
+    return this.#enqueue({}, () => this.#native.loraClear(), true);
+  }
+
+  #loraId(adapter) {
+    if (!(adapter instanceof LoraAdapter) || adapter.model !== this) {
+      throw new TypeError('adapter must come from this model\'s loadLora()');
+    }
+    return adapter.id;
+  }
+
+  /** Cancels the generation running and every generation queued (they resolve "cancelled"
+   * with the text so far); queued jobs (saves, edits) still run. Resolves once the running
+   * request has settled. */
+  cancelAll() {
+    const now = performance.now();
+    const generations = this.#queue.filter((r) => !r.job);
+    this.#queue = this.#queue.filter((r) => r.job);
+    for (const req of generations) {
+      req.settle(req.resolve, { text: '', finishReason: 'cancelled', stats: emptyStats(now - req.t0) });
+    }
+    const running = this.#running;
+    if (!running) return Promise.resolve();
+    if (!running.job) this.#native.cancel();
+    return running.done.then(() => {}, () => {});
+  }
+
   dispose() {
     if (this.#disposing) return this.#disposing;
     this.#disposed = true;
@@ -208,6 +285,7 @@ class Model {
       if (running) await running.done;
       await this.#native.dispose();
       liveModels--;
+      liveRefs.delete(this.#ref);
     })();
     return this.#disposing;
   }
@@ -294,15 +372,109 @@ function pull(manifestUrl, options = {}) {
     });
 }
 
+const Runtime = createRuntimeClass(native, {
+  nativeGenerateOptions, emptyStats,
+  // A live runtime holds a model too: the exit hook must stop it like a Model.
+  retain: () => { liveModels++; }, release: () => { liveModels--; },
+});
+
+// A bad argument rejects the promise like every other failure, instead of throwing.
+function settle(start) {
+  try {
+    return start();
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+// ---- the app's signals (docs/node.md "Platform signals") ----
+
+// Models not yet disposed, weakly: a model the app dropped is still freed by GC.
+const liveRefs = new Set();
+function liveModelList() {
+  const out = [];
+  for (const r of liveRefs) {
+    const m = r.deref();
+    if (m && !m.disposed) out.push(m); else liveRefs.delete(r);
+  }
+  return out;
+}
+
+let logSubscription = null;
+
+/** Library and llama.cpp log lines, batched to `callback` on the JS thread. One sink at a time:
+ * a new onLog() replaces the previous one. After dispose() the callback is never called. */
+function onLog(callback, options = {}) {
+  if (typeof callback !== 'function') throw new TypeError('callback must be a function');
+  const level = options.level === undefined ? 'info' : options.level;
+  if (typeof level !== 'string') throw new TypeError('options.level must be a string');
+  const previous = logSubscription;
+  let active = true;
+  native.setLogSink((lines) => {
+    if (!active) return;
+    try { callback(lines); } catch { /* the app's problem; never into the addon */ }
+  }, level);
+  if (previous) previous.detach();
+  const sub = {
+    get active() { return active; },
+    detach() { active = false; },
+    dispose() {
+      if (!active) return;
+      active = false;
+      if (logSubscription === sub) {
+        logSubscription = null;
+        native.setLogSink(undefined);
+      }
+    },
+  };
+  logSubscription = sub;
+  return { get active() { return sub.active; }, dispose: () => sub.dispose() };
+}
+
+/** The app went to the background (HarmonyOS onBackground, Android onStop): cancels every
+ * generation (running and queued: they resolve "cancelled" with their text so far), saves every
+ * conversation that has a savePath, then frees the KV caches (releaseKv: false keeps them). */
+async function enterBackground(options = {}) {
+  const releaseKv = options.releaseKv === undefined ? true : options.releaseKv;
+  if (typeof releaseKv !== 'boolean') throw new TypeError('options.releaseKv must be a boolean');
+  const models = liveModelList();
+  const cancelled = models.filter((m) => m.busy).length;
+  await Promise.all(models.map((m) => m.cancelAll()));
+  const saved = [];
+  const failed = [];
+  for (const c of autosavedConversations()) {
+    try {
+      await c.save(c.savePath);
+      saved.push(c.savePath);
+    } catch (err) {
+      failed.push({ path: c.savePath, code: err.code || 'ERR_INTERNAL', message: err.message });
+    }
+  }
+  if (releaseKv) await Promise.all(models.map((m) => m.releaseKv().catch(() => {})));
+  return { models: models.length, cancelled, saved, failed };
+}
+
 module.exports = {
   Model,
   Conversation,
+  LoraAdapter,
+  Runtime,
   InitModel,
   Generate,
   deviceProfile: (options) => native.deviceProfile(options),
   planMemory: (modelPath, options) => native.planMemory(modelPath, options),
   pull,
   listModels: (store) => native.listModels(store),
+  ensureModel: (store, id, version) => settle(() => native.ensureModel(store, id, version)),
+  verifyModel: (store, id, version) => settle(() => native.verifyModel(store, id, version)),
+  removeModel: (store, id, version) => settle(() => native.removeModel(store, id, version)),
   memoryUsage: () => native.memoryUsage(),
+  setThermalLevel: (level) => native.setThermalLevel(level),
+  setMemoryLevel: (level) => native.setMemoryLevel(level),
+  pause: () => native.pause(),
+  resume: () => native.resume(),
+  signals: () => native.signals(),
+  onLog,
+  enterBackground,
   version: native.version,
 };

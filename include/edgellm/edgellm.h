@@ -4,6 +4,7 @@
 #include "edgellm/cloud.h"
 #include "edgellm/conversation.h"
 #include "edgellm/device.h"
+#include "edgellm/log.h"
 #include "edgellm/lora.h"
 #include "edgellm/model.h"
 #include "edgellm/package.h"

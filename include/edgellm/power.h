@@ -3,9 +3,21 @@
 //    restores them once the hottest zone is `hysteresis_c` below the limit.
 //  - Yield: an optional sleep after each streamed batch leaves the CPU to the UI.
 //  - Pause/Resume (e.g. screen off): generation parks between tokens, state intact.
+//  - Platform thermal level: where the OS hands the app a level instead of sysfs (HarmonyOS
+//    `@ohos.thermal` ThermalLevel, Android's thermal status), SetThermalLevel(0..6) replaces
+//    the sysfs reading:  level        threads             yield per batch
+//                        0 COOL       all                 yield_ms
+//                        1 NORMAL     all                 yield_ms
+//                        2 WARM       all                 max(yield_ms, 5 ms)
+//                        3 HOT        reduced_threads     max(yield_ms, 10 ms)
+//                        4 OVERHEATED 1                   max(yield_ms, 20 ms)
+//                        5 WARNING    1                   max(yield_ms, 50 ms)
+//                        6 EMERGENCY  parked until the level drops below 6 (or a cancel)
+//    SetThermalLevel(-1) goes back to reading sysfs.
 // Every change applies between decode steps and is reported in Stats.
 //
-// Thread safety: Pause(), Resume(), paused() may be called from any thread; the rest is
+// Thread safety: Pause(), Resume(), paused(), SetThermalLevel() and thermal_level() may be
+// called from any thread; the rest is
 // called by the generating thread. One governor may serve one generation at a time.
 #pragma once
 
@@ -15,6 +27,8 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+
+#include "edgellm/status.h"
 
 namespace edgellm {
 
@@ -36,13 +50,19 @@ class PowerGovernor {
   void Pause();
   void Resume();
   bool paused() const { return paused_.load(); }
+  // The platform's thermal level, 0 (COOL) .. 6 (EMERGENCY), or -1 for none (read sysfs).
+  // kInvalidArgument outside -1..6. Applies at the next token.
+  Status SetThermalLevel(int32_t level);
+  int32_t thermal_level() const { return platform_level_.load(); }
 
   // --- used by Session::Generate ---
   // Threads to use now for a session configured with `normal` threads. Reads the thermal
   // zones at most every check_every_tokens calls.
   int32_t ThreadsFor(int32_t normal);
-  // Blocks while paused; returns the milliseconds spent parked. Returns early when
-  // `cancel` becomes true.
+  // The pause after each streamed batch: options().yield_ms, raised by the thermal level.
+  int32_t YieldMs() const;
+  // Blocks while paused (or at thermal level 6); returns the milliseconds spent parked.
+  // Returns early when `cancel` becomes true.
   double WaitWhilePaused(const std::atomic<bool>& cancel);
   const GovernorOptions& options() const { return o_; }
   double last_temp_c() const { return last_temp_c_; }
@@ -51,6 +71,7 @@ class PowerGovernor {
  private:
   GovernorOptions o_;
   std::atomic<bool> paused_{false};
+  std::atomic<int32_t> platform_level_{-1};
   std::mutex mu_;
   std::condition_variable cv_;
   int32_t calls_ = 0;

@@ -7,6 +7,9 @@
 #include <cctype>
 #include <cstdio>
 #include <mutex>
+#include <string>
+
+#include "core/log.h"
 
 namespace edgellm::engine {
 namespace {
@@ -14,12 +17,47 @@ namespace {
 std::atomic<bool> g_verbose{false};
 thread_local std::string t_errors;
 
+// llama.cpp logs fragments (CONT continues the previous level's line, a progress line comes
+// dot by dot): the host's sink (include/edgellm/log.h) gets whole lines, assembled per thread.
+thread_local std::string t_line;
+thread_local LogLevel t_line_level = LogLevel::kInfo;
+
+LogLevel to_level(ggml_log_level level) {
+  switch (level) {
+    case GGML_LOG_LEVEL_ERROR: return LogLevel::kError;
+    case GGML_LOG_LEVEL_WARN: return LogLevel::kWarn;
+    case GGML_LOG_LEVEL_DEBUG: return LogLevel::kDebug;
+    default: return LogLevel::kInfo;
+  }
+}
+
+void forward_to_sink(ggml_log_level level, const char* text) {
+  if (level != GGML_LOG_LEVEL_CONT) {
+    if (!t_line.empty()) detail::emit_log(t_line_level, "llama.cpp", t_line);  // unterminated
+    t_line.clear();
+    t_line_level = to_level(level);
+  }
+  if (!detail::log_wanted(t_line_level)) {
+    t_line.clear();
+    return;
+  }
+  for (const char* p = text; *p; ++p) {
+    if (*p == '\n') {
+      detail::emit_log(t_line_level, "llama.cpp", t_line);
+      t_line.clear();
+    } else if (t_line.size() < 4096) {
+      t_line += *p;
+    }
+  }
+}
+
 void log_callback(ggml_log_level level, const char* text, void* /*user*/) {
   if (g_verbose.load(std::memory_order_relaxed)) std::fputs(text, stderr);
   if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN ||
       (level == GGML_LOG_LEVEL_CONT && !t_errors.empty())) {
     if (t_errors.size() < 4096) t_errors += text;
   }
+  forward_to_sink(level, text);
 }
 
 struct FtypeName {

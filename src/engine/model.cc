@@ -9,6 +9,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/log.h"
 #include "core/sys.h"
 #include "edgellm/gguf_check.h"
 #include "store/sha256.h"
@@ -223,6 +224,12 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   impl->info.metadata_only = options.metadata_only || options.vocab_only;
   fill_info(impl->model, impl->vocab, options.vocab_only, &impl->info);
   impl->info.load_ms = ms_since(t0);
+  if (detail::log_wanted(LogLevel::kInfo)) {
+    char line[256];
+    std::snprintf(line, sizeof line, "loaded %s (%s, %s) in %.0f ms", path.c_str(),
+                  impl->info.arch.c_str(), impl->info.quant.c_str(), impl->info.load_ms);
+    Log(LogLevel::kInfo, line);
+  }
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
 

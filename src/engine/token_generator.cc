@@ -11,7 +11,6 @@ using Clock = std::chrono::steady_clock;
 Result<FinishReason> TokenGenerator::Run(
     int32_t n_ctx, const GenerateOptions& o, Clock::time_point t_start, Stats* st,
     const std::function<Result<bool>(DecodeControl&)>& make_room) {
-  const int yield_ms = control_.governor() ? control_.governor()->options().yield_ms : 0;
   Clock::time_point t_first{}, t_last{};
   int32_t n_decoded = 0, n_decoded_at_last = 0;
   FinishReason reason = FinishReason::kNone;
@@ -38,6 +37,7 @@ Result<FinishReason> TokenGenerator::Run(
       reason = streamer_.stop_matched() ? FinishReason::kStop : FinishReason::kCancelled;
       break;
     }
+    const int32_t yield_ms = control_.governor() ? control_.governor()->YieldMs() : 0;
     if (yield_ms > 0 && streamer_.pieces() != pieces_before) {
       std::this_thread::sleep_for(std::chrono::milliseconds(yield_ms));
     }

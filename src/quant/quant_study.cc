@@ -1,7 +1,9 @@
 // compute_imatrix (activations through llama.cpp's graph callback, as llama-imatrix does),
 // run_quant_study (quantize_model + evaluate_model per variant) and advise_quantization.
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 #include "edgellm/quant_study.h"
 
 #include <unistd.h>

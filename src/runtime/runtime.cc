@@ -65,8 +65,17 @@ struct Runtime::Impl {
     if (cancel.load()) return Generation{"", FinishReason::kCancelled, {}};
     EDGELLM_RETURN_IF_ERROR(EnsureLocal());
     running_session.store(session.get());
-    if (cancel.load()) session->Cancel();
-    auto g = session->Generate(prompt, o, sink);
+    // Session::Generate clears the session's cancel flag when it starts, so a Cancel() landing
+    // between the load and that moment would be lost: the runtime's own flag is checked after
+    // every prefill chunk and every piece as well.
+    GenerateOptions lo = o;
+    lo.on_prefill = [this, user = o.on_prefill](int32_t done, int32_t total) {
+      return !cancel.load() && (!user || user(done, total));
+    };
+    const TextSink guarded = [this, &sink](std::string_view piece) {
+      return !cancel.load() && (!sink || sink(piece));
+    };
+    auto g = session->Generate(prompt, lo, guarded);
     running_session.store(nullptr);
     return g;
   }

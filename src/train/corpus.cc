@@ -1,7 +1,9 @@
 // The training and evaluation corpus: templated bilingual task items, deterministic per seed,
 // with a held-out tenth chosen by a hash of the prompt.
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 #include <array>
 #include <string>
 #include <vector>

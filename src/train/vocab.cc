@@ -1,7 +1,9 @@
 // learn_vocab: BPE-style merges over the corpus, written as a SentencePiece-style vocabulary
 // (scores rank the merges) that llama.cpp's "llama" tokenizer applies.
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 #include <algorithm>
 #include <cstdio>
 #include <map>

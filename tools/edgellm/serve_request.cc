@@ -1,6 +1,8 @@
 // Parsing and shaping the OpenAI-compatible bodies of `edgellm serve`.
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 #include "serve_request.h"
 
 namespace cli {

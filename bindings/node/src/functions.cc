@@ -1,6 +1,6 @@
-// The module's free functions: device profile, memory usage, memory plan, model store pull and
-// list, versions. Anything that touches the network or reads a model file runs on a counted
-// thread and settles a promise through a Channel.
+// The module's free functions: device profile, memory usage, memory plan, versions, and the
+// helpers every asynchronous free function uses (run_async: a counted thread and a Channel that
+// settles the promise). The model store's functions are in store_js.cc.
 #include "functions.h"
 
 #include <string>
@@ -9,16 +9,13 @@
 #include "edgellm/device.h"
 #include "edgellm/edgellm.h"
 #include "edgellm/planner.h"
-#include "edgellm/store.h"
 #include "napi_util.h"
 #include "worker.h"
 
 namespace edgellm::node {
-namespace {
 
 // Runs `work` on a counted thread. `work` may post progress through the Channel (whose JS
 // callback is `progress_cb`) and returns the closure that settles the promise on the JS thread.
-using Settle = std::function<void(napi_env env, napi_deferred d)>;
 napi_value run_async(napi_env env, napi_value progress_cb, const char* name,
                      std::function<Settle(Channel*)> work) {
   Promise p;
@@ -48,6 +45,8 @@ void call(napi_env env, napi_value cb, napi_value arg) {
     napi_get_and_clear_last_exception(env, &ignored);
   }
 }
+
+namespace {
 
 napi_value DeviceProfileJs(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -143,116 +142,6 @@ napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
   });
 }
 
-napi_value installed_object(napi_env env, const InstalledModel& m) {
-  napi_value r = make_object(env);
-  set(env, r, "id", m.id);
-  set(env, r, "version", static_cast<double>(m.version));
-  set(env, r, "active", m.active);
-  set(env, r, "path", m.path);
-  set(env, r, "quant", m.manifest.quant);
-  set(env, r, "sizeBytes", static_cast<double>(m.manifest.size));
-  return r;
-}
-
-// pull(manifestUrl, storeDir, onProgress?, cancelFlagHolder) -> Promise<InstalledModel>
-// The JS layer passes an object whose `cancel()` method this sets up.
-napi_value PullJs(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4] = {};
-  NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
-  std::string url, store;
-  if (!get_string(env, argv[0], "manifestUrl", &url) || !get_string(env, argv[1], "store", &store)) {
-    return nullptr;
-  }
-  auto cancel = std::make_shared<std::atomic<bool>>(false);
-  // argv[3]: an object that gets a cancel() method bound to this pull.
-  if (!is_nullish(env, argv[3])) {
-    napi_value fn = nullptr;
-    auto* holder = new std::shared_ptr<std::atomic<bool>>(cancel);
-    NAPI_OK(env, napi_create_function(
-                     env, "cancel", NAPI_AUTO_LENGTH,
-                     [](napi_env e, napi_callback_info i) -> napi_value {
-                       void* data = nullptr;
-                       napi_get_cb_info(e, i, nullptr, nullptr, nullptr, &data);
-                       **static_cast<std::shared_ptr<std::atomic<bool>>*>(data) = true;
-                       return nullptr;
-                     },
-                     holder, &fn));
-    napi_add_finalizer(
-        env, fn, holder,
-        [](napi_env, void* data, void*) {
-          delete static_cast<std::shared_ptr<std::atomic<bool>>*>(data);
-        },
-        nullptr, nullptr);
-    set(env, argv[3], "cancel", fn);
-  }
-  return run_async(env, argv[2], "edgellm.pull", [url, store, cancel](Channel* ch) -> Settle {
-    StoreOptions so;
-    so.root = store;
-    auto s = ModelStore::Open(so);
-    if (!s.ok()) return reject_with(s.status());
-    struct Progress {
-      const char* stage = "manifest";
-      DownloadProgress d;
-    };
-    auto last = std::make_shared<Progress>();
-    auto emit = [ch, last] {
-      Progress p = *last;
-      ch->Post([p](napi_env env, napi_value cb) {
-        if (!cb) return;
-        napi_value o = make_object(env);
-        set(env, o, "stage", p.stage);
-        set(env, o, "bytesDone", static_cast<double>(p.d.bytes_done));
-        set(env, o, "bytesTotal", static_cast<double>(p.d.bytes_total));
-        set(env, o, "percent", p.d.percent);
-        set(env, o, "bytesPerSecond", p.d.bytes_per_s);
-        set(env, o, "etaSeconds", p.d.eta_s);
-        call(env, cb, o);
-      });
-    };
-    InstallOptions io;
-    io.on_step = [&](const char* step) {
-      last->stage = step;
-      emit();
-    };
-    io.download.cancel = cancel.get();
-    io.download.on_progress = [&](const DownloadProgress& d) {
-      last->d = d;
-      emit();
-      return true;
-    };
-    auto got = (*s)->Install(url, io);
-    if (!got.ok()) return reject_with(got.status());
-    return [m = *got](napi_env env, napi_deferred d) {
-      napi_resolve_deferred(env, d, installed_object(env, m));
-    };
-  });
-}
-
-napi_value ListModelsJs(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1] = {};
-  NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
-  std::string store;
-  if (!get_string(env, argv[0], "store", &store)) return nullptr;
-  return run_async(env, nullptr, "edgellm.listModels", [store](Channel*) -> Settle {
-    StoreOptions so;
-    so.root = store;
-    auto s = ModelStore::Open(so);
-    if (!s.ok()) return reject_with(s.status());
-    auto list = (*s)->List();
-    if (!list.ok()) return reject_with(list.status());
-    return [l = *list](napi_env env, napi_deferred d) {
-      napi_value arr = nullptr;
-      napi_create_array(env, &arr);
-      for (size_t i = 0; i < l.size(); ++i) {
-        napi_set_element(env, arr, static_cast<uint32_t>(i), installed_object(env, l[i]));
-      }
-      napi_resolve_deferred(env, d, arr);
-    };
-  });
-}
-
 }  // namespace
 
 bool define_functions(napi_env env, napi_value exports) {
@@ -260,8 +149,6 @@ bool define_functions(napi_env env, napi_value exports) {
       {"deviceProfile", nullptr, DeviceProfileJs, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"memoryUsage", nullptr, MemoryUsageJs, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"planMemory", nullptr, PlanMemoryJs, nullptr, nullptr, nullptr, napi_default, nullptr},
-      {"pull", nullptr, PullJs, nullptr, nullptr, nullptr, napi_default, nullptr},
-      {"listModels", nullptr, ListModelsJs, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) {
     return false;
@@ -271,7 +158,7 @@ bool define_functions(napi_env env, napi_value exports) {
   set(env, v, "llama", llama_build());
   set(env, v, "napi", static_cast<double>(NAPI_VERSION));
   set(env, exports, "version", v);
-  return true;
+  return define_store_functions(env, exports);
 }
 
 }  // namespace edgellm::node

@@ -2,7 +2,7 @@
 // native_conversation.cc: the conversation methods). JS thread unless a comment says otherwise.
 #pragma once
 
-#include <node_api.h>
+#include "napi.h"
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -22,10 +22,25 @@
 
 namespace edgellm::node {
 
+// A conversation whose model was unloaded under memory pressure: what recreates it.
+struct ParkedConversation {
+  ConversationOptions options;
+  std::vector<ChatMessage> history;
+};
+
+// A LoRA adapter loaded from JS (native_lora.cc), by id.
+struct LoadedLora {
+  std::string path;
+  std::shared_ptr<LoraAdapter> adapter;  // null while the model is unloaded
+};
+
 // Everything one model needs, shared by the JS wrapper and the jobs on its worker.
 struct ModelState {
   napi_env env = nullptr;  // the environment that created it (for teardown)
   std::shared_ptr<Worker> worker;
+  // The app's signals (signals.cc): thermal level and pause act on this model's generations
+  // through its own governor (a governor serves one generation at a time).
+  PowerGovernor governor;
   // Worker thread only (set by the load job, reset by the close job).
   std::unique_ptr<Model> model;
   std::unique_ptr<Session> session;
@@ -33,6 +48,18 @@ struct ModelState {
   std::map<int64_t, std::unique_ptr<Conversation>> conversations;
   std::map<std::string, std::unique_ptr<PromptCache>> prompt_caches;
   int64_t next_conversation = 1;
+  // LoRA adapters by id, and the ones applied with their scales in the order applied.
+  std::map<int64_t, LoadedLora> loras;
+  std::vector<std::pair<int64_t, float>> applied_loras;
+  int64_t next_lora = 1;
+  // What load() was given, so that a model unloaded at memory level CRITICAL reloads on its
+  // next request (Unload / EnsureLoaded, signals.cc), with its conversations parked meanwhile.
+  std::string path;
+  LoadOptions load_options;
+  SessionOptions session_options;
+  bool unloaded = false;
+  std::map<int64_t, ParkedConversation> parked;
+  int32_t reloads = 0;
   // Any thread.
   std::mutex mu;                                 // guards session_for_cancel, current
   Session* session_for_cancel = nullptr;         // valid until the close job resets it
@@ -47,10 +74,21 @@ struct ModelState {
     if (current) *current = true;
     if (session_for_cancel) session_for_cancel->Cancel();
   }
+  // Worker thread. OK when a session is there, reloading the model first when memory pressure
+  // unloaded it; kFailedPrecondition before load().
+  Status EnsureLoaded();
+  // Worker thread. Frees the session and the weights, parking the conversations (their
+  // options and history); the next EnsureLoaded() loads them again. False when not loaded.
+  bool Unload();
+
   // Cancels, then frees model and session on the worker after the queued jobs, then runs
   // `done` there. Only the first call does this and returns true.
   bool Close(const std::shared_ptr<ModelState>& self, std::function<void()> done) {
     closed = true;
+    // Leaves the app's signals: a generation parked by pause() must not wait for a resume()
+    // that no longer reaches this model.
+    governor.Resume();
+    (void)governor.SetThermalLevel(-1);
     CancelAll();
     if (close_posted.exchange(true)) return false;
     worker->Close([self, done = std::move(done)] {
@@ -59,8 +97,10 @@ struct ModelState {
         self->session_for_cancel = nullptr;
       }
       self->conversations.clear();
+      self->parked.clear();
       self->prompt_caches.clear();
       self->session.reset();
+      self->loras.clear();  // adapters belong to the model: free them before it
       self->model.reset();
 #if defined(__GLIBC__)
       // Give the freed heap back to the system now: each worker thread's allocations sit in

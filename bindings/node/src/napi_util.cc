@@ -2,7 +2,9 @@
 
 #include <cctype>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "worker.h"
 
@@ -165,8 +167,15 @@ static void channel_call_js(napi_env env, napi_value js_cb, void* /*context*/, v
   delete fn;
 }
 
+namespace {
+// Channels not yet released, so the env cleanup hook can release what their owners did not.
+std::mutex g_channels_mu;
+std::unordered_set<Channel*>* g_channels = new std::unordered_set<Channel*>();
+}  // namespace
+
 Channel* Channel::Create(napi_env env, napi_value callback, const char* name) {
   auto* ch = new Channel();
+  ch->env_ = env;
   napi_value resource_name = make_string(env, name);
   if (is_nullish(env, callback)) callback = nullptr;
   if (napi_create_threadsafe_function(env, callback, nullptr, resource_name, kQueueSize, 1,
@@ -175,6 +184,8 @@ Channel* Channel::Create(napi_env env, napi_value callback, const char* name) {
     delete ch;
     return nullptr;
   }
+  std::lock_guard<std::mutex> lock(g_channels_mu);
+  g_channels->insert(ch);
   return ch;
 }
 
@@ -182,19 +193,51 @@ Channel* Channel::Create(napi_env env, napi_value callback, const char* name) {
 // the process exits (process.exit() runs no environment cleanup), a polling one can.
 bool Channel::Post(Fn fn) {
   auto* item = new Fn(std::move(fn));
-  for (;;) {
+  while (!abandoned_.load(std::memory_order_acquire)) {
     const napi_status st = napi_call_threadsafe_function(tsfn_, item, napi_tsfn_nonblocking);
     if (st == napi_ok) return true;
     if (st != napi_queue_full || shutting_down()) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  delete item;  // napi_closing, or the process is going away
+  delete item;  // napi_closing, released by ReleaseAll(), or the process is going away
+  return false;
+}
+
+bool Channel::TryPost(Fn fn) {
+  if (abandoned_.load(std::memory_order_acquire)) return false;
+  auto* item = new Fn(std::move(fn));
+  if (napi_call_threadsafe_function(tsfn_, item, napi_tsfn_nonblocking) == napi_ok) return true;
+  delete item;
   return false;
 }
 
 void Channel::Release() {
-  napi_release_threadsafe_function(tsfn_, napi_tsfn_release);
+  bool mine = false;
+  {
+    std::lock_guard<std::mutex> lock(g_channels_mu);
+    mine = g_channels->erase(this) > 0;
+  }
+  if (mine) napi_release_threadsafe_function(tsfn_, napi_tsfn_release);
   delete this;
+}
+
+void Channel::ReleaseAll(napi_env env) {
+  std::lock_guard<std::mutex> lock(g_channels_mu);
+  for (auto it = g_channels->begin(); it != g_channels->end();) {
+    Channel* ch = *it;
+    if (ch->env_ != env) {
+      ++it;
+      continue;
+    }
+    ch->abandoned_.store(true, std::memory_order_release);
+    napi_release_threadsafe_function(ch->tsfn_, napi_tsfn_abort);
+    it = g_channels->erase(it);
+  }
+}
+
+size_t Channel::LiveCount() {
+  std::lock_guard<std::mutex> lock(g_channels_mu);
+  return g_channels->size();
 }
 
 }  // namespace edgellm::node

@@ -5,8 +5,9 @@
 // the Worker helpers, which any thread may call.
 #pragma once
 
-#include <node_api.h>
+#include "napi.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -59,21 +60,39 @@ bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std:
 // A one-way pipe from any thread to the JS thread: a threadsafe function whose items are
 // closures run on the JS thread with the function given at creation (which may be undefined).
 // Items arrive in Post order. Closures are dropped unrun when the environment shuts down.
+//
+// HarmonyOS rules kept here: calls are always napi_tsfn_nonblocking (a blocking call on a full
+// queue from the JS thread hangs there, and there is no napi_would_deadlock); the function is
+// released exactly once, by its owner's Release() or, for a channel still open when its
+// environment goes away, by ReleaseAll() from the env cleanup hook (HarmonyOS does not clean up
+// threadsafe functions of a destroyed environment itself; one left alive there is fatal).
 class Channel {
  public:
   using Fn = std::function<void(napi_env env, napi_value js_callback)>;
   // On the JS thread. `callback` may be nullptr/undefined. Queue: kQueueSize items, then
-  // Post blocks (back-pressure on the worker, never on the JS thread).
+  // Post waits for space (back-pressure on the worker, never on the JS thread).
   static Channel* Create(napi_env env, napi_value callback, const char* name);
-  // Any thread. False when the environment is shutting down (the closure was dropped).
+  // Any thread but the JS thread. False when the environment is shutting down or the channel
+  // was released by ReleaseAll() (the closure was dropped).
   bool Post(Fn fn);
+  // Any thread, the JS thread included: one non-blocking attempt, never a wait. False when the
+  // queue is full or closing (the closure was dropped).
+  bool TryPost(Fn fn);
   // Any thread, once, after the last Post. Deletes this.
   void Release();
+  // On the JS thread, from the env cleanup hook after the workers were given time to finish:
+  // releases (aborts) every channel of `env` whose owner has not released it yet. Their owners'
+  // later Post calls drop the closure and Release() only frees the object.
+  static void ReleaseAll(napi_env env);
+  // Channels not yet released (for tests and the shutdown trace).
+  static size_t LiveCount();
 
   static constexpr size_t kQueueSize = 64;
 
  private:
+  napi_env env_ = nullptr;
   napi_threadsafe_function tsfn_ = nullptr;
+  std::atomic<bool> abandoned_{false};
 };
 
 // A promise and its deferred (napi_create_promise); resolve/reject on the JS thread.

@@ -1,7 +1,7 @@
 // The conversation methods of NativeModel (native_conversation.cc).
 #pragma once
 
-#include <node_api.h>
+#include "napi.h"
 
 #include <vector>
 

@@ -18,6 +18,8 @@
 #include "edgellm/edgellm.h"
 #include "model_state.h"
 #include "native_conversation.h"
+#include "native_lora.h"
+#include "signals.h"
 #include "napi_util.h"
 #include "worker.h"
 
@@ -57,6 +59,7 @@ napi_value New(napi_env env, napi_callback_info info) {
   NAPI_OK(env, napi_get_cb_info(env, info, nullptr, nullptr, &self, nullptr));
   auto* w = new Wrapper{std::make_shared<ModelState>()};
   w->state->env = env;
+  apply_signals(w->state->governor);
   w->state->worker = Worker::Start();
   if (napi_wrap(env, self, w, finalize_wrapper, nullptr, nullptr) != napi_ok) {
     w->state->Close(w->state, nullptr);
@@ -161,6 +164,11 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
                     (*s)->warmup_ms()};
           state->model = std::move(*m);
           state->session = std::move(*s);
+          state->path = path;
+          state->load_options = lo;
+          state->load_options.on_progress = nullptr;  // it points into this job
+          state->session_options = so;
+          state->session_options.warmup = false;  // a reload serves a request at once
           std::lock_guard<std::mutex> lock(state->mu);
           state->session_for_cancel = state->session.get();
         } else {
@@ -332,6 +340,9 @@ napi_value result_object(napi_env env, const Generation& g, double queued_ms,
   set(env, st, "deliveryP50Us", percentile(dl.latency_us, 0.50));
   set(env, st, "deliveryP99Us", percentile(dl.latency_us, 0.99));
   set(env, st, "queuedMs", queued_ms);
+  set(env, st, "threadChanges", static_cast<double>(s.thread_changes));
+  set(env, st, "minThreads", static_cast<double>(s.min_threads));
+  set(env, st, "pausedMs", s.paused_ms);
   set(env, o, "stats", st);
   return o;
 }
@@ -356,12 +367,14 @@ napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& sta
     const double queued_ms = us_between(called, Clock::now()) / 1000.0;
     Result<Generation> r = Generation{};
     Decorate decorate;
-    if (!state->session) {
-      r = Status::FailedPrecondition("no model is loaded: call load() first");
+    const int32_t reloads_before = state->reloads;
+    if (Status ready = state->EnsureLoaded(); !ready.ok()) {
+      r = ready;
     } else if (cancel->load() || state->closed) {
       r->finish_reason = FinishReason::kCancelled;
     } else {
       go.on_prefill = [cancel](int32_t, int32_t) { return !cancel->load(); };
+      go.governor = &state->governor;  // the app's thermal level and pause (signals.cc)
       std::atomic<int32_t> n_gen{0};
       go.n_gen_out = &n_gen;
       int index = 0;
@@ -397,12 +410,17 @@ napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& sta
       r = call(*state, go, sink);
       if (after) decorate = after(*state);
     }
-    ch->Post([d, r = std::move(r), queued_ms, dl, decorate = std::move(decorate)](
+    const bool reloaded = state->reloads != reloads_before;
+    ch->Post([d, r = std::move(r), queued_ms, dl, reloaded, decorate = std::move(decorate)](
                  napi_env env, napi_value) mutable {
       if (!r.ok()) {
         napi_reject_deferred(env, d, make_error(env, r.status()));
       } else {
         napi_value out = result_object(env, *r, queued_ms, *dl);
+        napi_value stats = nullptr;
+        if (napi_get_named_property(env, out, "stats", &stats) == napi_ok) {
+          set(env, stats, "reloaded", reloaded);
+        }
         if (decorate) decorate(env, out);
         napi_resolve_deferred(env, d, out);
       }
@@ -420,10 +438,8 @@ napi_value start_job(napi_env env, const std::shared_ptr<ModelState>& state, con
   Channel* ch = Channel::Create(env, nullptr, name);
   if (!ch) return throw_status(env, Status::Internal("cannot create a threadsafe function"));
   state->worker->Post([state, ch, d = p.deferred, job = std::move(job)] {
-    JobResult r = state->session
-                      ? job(*state)
-                      : JobResult{Status::FailedPrecondition("no model is loaded: call load() first"),
-                                  nullptr};
+    Status ready = state->EnsureLoaded();
+    JobResult r = ready.ok() ? job(*state) : JobResult{ready, nullptr};
     ch->Post([d, r = std::move(r)](napi_env env, napi_value) {
       if (!r.first.ok()) {
         napi_reject_deferred(env, d, make_error(env, r.first));
@@ -448,12 +464,22 @@ napi_value define_native_model(napi_env env) {
       {"dispose", nullptr, DisposeJs, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   for (const napi_property_descriptor& d : conversation_methods()) methods.push_back(d);
+  for (const napi_property_descriptor& d : lora_methods()) methods.push_back(d);
   napi_value cls = nullptr;
   if (napi_define_class(env, "NativeModel", NAPI_AUTO_LENGTH, New, nullptr,
                         methods.size(), methods.data(), &cls) != napi_ok) {
     return nullptr;
   }
   return cls;
+}
+
+std::vector<std::shared_ptr<ModelState>> live_models(napi_env env) {
+  std::lock_guard<std::mutex> lock(g_models_mu);
+  std::vector<std::shared_ptr<ModelState>> out;
+  for (const auto& m : *g_models) {
+    if (m->env == env) out.push_back(m);
+  }
+  return out;
 }
 
 void close_all_models(napi_env env) {

@@ -16,7 +16,7 @@ test('npm pack, then require the installed package', { timeout: 120_000 }, () =>
                                        { cwd: pkgDir, encoding: 'utf8' }));
   const files = json[0].files.map((f) => f.path).sort();
   assert.deepEqual(files, ['README.md', 'build/edgellm.node', 'conversation.js', 'index.d.ts',
-                           'index.js', 'package.json', 'stream.js']);
+                           'index.js', 'package.json', 'runtime.js', 'stream.js']);
   const tarball = path.join(out, json[0].filename);
   assert.ok(fs.statSync(tarball).size > 1e6);
   const app = path.join(out, 'app');

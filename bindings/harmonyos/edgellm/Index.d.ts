@@ -1,0 +1,608 @@
+// GENERATED FILE - do not edit. Source: bindings/node/index.d.ts (edgellm 0.1.0).
+// Regenerate: node bindings/harmonyos/gen.mjs   Check: node bindings/harmonyos/gen.mjs --check
+// The ArkTS (HarmonyOS NEXT) declarations of the edgellm HAR, for `import { Model } from 'edgellm'`
+// (Index.js, generated from bindings/node/index.js). Differences from the source: AbortSignal is
+// AbortSignalLike (ArkTS has none), inline object types are named interfaces (ArkTS forbids
+// object-literal types), and a default export with every value. bindings/harmonyos/README.md.
+
+// edgellm for Node.js (and, by a header swap, HarmonyOS NAPI): on-device LLM inference with
+// batched streaming. Everything heavy runs on a native worker thread per model; the JS thread
+// only receives finished batches of text through a threadsafe function (never one crossing per
+// token, never a JS call from the worker). Design and guarantees: docs/node.md.
+//
+// Errors reject with an Error whose `code` is "ERR_" + edgellm's status: ERR_INVALID_ARGUMENT,
+// ERR_NOT_FOUND, ERR_CORRUPT_DATA, ERR_RESOURCE_EXHAUSTED, ERR_UNAVAILABLE,
+// ERR_FAILED_PRECONDITION, ERR_INTERNAL; ERR_DISPOSED after dispose(); a TypeError for options
+// of the wrong type; an AbortError for an aborted load or pull.
+
+export type LoadMode = "auto" | "mmap" | "read";
+export type FinishReason = "stop" | "length" | "cancelled" | "context_full";
+
+export interface LoadOptions {
+  /** Worker threads. Default: physical cores (never more). */
+  threads?: number;
+  /** Context length in tokens. Default: min(model's training context, 2048). */
+  ctx?: number;
+  /** Prompt tokens per decode call (chunked prefill). Default 512. */
+  batch?: number;
+  /** How weights reach memory. Default "auto" (mmap below 500 MiB, reads above). */
+  loadMode?: LoadMode;
+  /** Run a short inference after loading so the first request is fast. Default true. */
+  warmup?: boolean;
+  /** Load progress in [0, 1], then the stages "warming up" and "ready". */
+  onProgress?: (progress: LoadProgress) => void;
+  /** Abort the load (the promise rejects with an AbortError). */
+  signal?: AbortSignalLike;
+}
+
+export interface LoadProgress {
+  stage: "loading" | "warming up" | "ready";
+  /** Fraction of the weights loaded, in [0, 1]. */
+  progress: number;
+}
+
+export interface ModelInfo {
+  path: string;
+  arch: string;
+  name: string;
+  description: string;
+  quant: string;
+  nParams: number;
+  weightsBytes: number;
+  fileBytes: number;
+  nLayer: number;
+  nEmbd: number;
+  nHead: number;
+  nHeadKv: number;
+  nCtxTrain: number;
+  nVocab: number;
+  hasChatTemplate: boolean;
+  loadMode: "mmap" | "read";
+  loadMs: number;
+  /** The session's resolved settings. */
+  ctx: number;
+  threads: number;
+  batch: number;
+  warmupMs: number;
+}
+
+export interface GenerateOptions {
+  /** New tokens at most. Default 256. */
+  maxTokens?: number;
+  /** 0 = greedy. Default 0.8. */
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  minP?: number;
+  repeatPenalty?: number;
+  /** Sampling seed; omitted = random. */
+  seed?: number;
+  /** Format the prompt as one user turn with the model's chat template. Default false. */
+  chat?: boolean;
+  systemPrompt?: string;
+  /** Earlier turns, oldest first, for a stateless chat (implies chat and reusePrefix): the
+   * session's KV cache keeps the longest prefix it already holds, so sending the whole history
+   * every turn prefills only what is new. Conversation (model.conversation()) keeps it for you. */
+  history?: ChatMessage[];
+  /** Keep the longest token prefix the KV cache holds from the last call and prefill only the
+   * rest (the output is the same). Default false, true with history. */
+  reusePrefix?: boolean;
+  /** Generation stops before any of these strings. */
+  stop?: string[];
+  /** Keep generating past end-of-generation tokens (benchmarks). Default false. */
+  ignoreEos?: boolean;
+  /** Tokens per delivered batch. Default 4 (the seed: 3-5). */
+  batchTokens?: number;
+  /** A batch is also delivered when this many ms passed since the last one. Default 100. */
+  batchMs?: number;
+  /** Called on the JS thread with each batch of text (valid UTF-8, never a split character). */
+  onToken?: (text: string, batch: BatchInfo) => void;
+  /** Cancels: a running generation stops before its next token; a queued one never starts.
+   * The promise then resolves with finishReason "cancelled" and the text produced so far. */
+  signal?: AbortSignalLike;
+}
+
+export interface BatchInfo {
+  /** Index of this batch in the generation, from 0. */
+  index: number;
+  /** Microseconds from the worker handing the batch over to this callback running. */
+  latencyUs: number;
+  /** Tokens generated since the previous batch (its text may end before the last one's bytes
+   * when a UTF-8 character is still incomplete), and in total so far. */
+  tokens: number;
+  totalTokens: number;
+}
+
+export interface GenerationStats {
+  /** Prompt tokens prefilled by this call. */
+  nPrompt: number;
+  /** Prompt tokens reused from the KV cache (the prompt is nCached + nPrompt tokens). */
+  nCached: number;
+  /** Conversations: whole turns dropped to make room in the context, and their tokens. */
+  turnsDropped: number;
+  tokensDropped: number;
+  prefillMs: number;
+  prefillTps: number;
+  /** From generate() being called (after queueing) to the first generated token. */
+  ttftMs: number;
+  nGen: number;
+  decodeMs: number;
+  decodeTps: number;
+  peakRssBytes: number;
+  threads: number;
+  ctx: number;
+  /** Batches delivered to JS and their worker-to-JS latency. */
+  batches: number;
+  deliveryP50Us: number;
+  deliveryP99Us: number;
+  /** Milliseconds this request waited behind earlier ones on the same model. */
+  queuedMs: number;
+  /** Thread-count changes during this generation (thermal level or sysfs), and the fewest
+   * threads it ran on. */
+  threadChanges: number;
+  minThreads: number;
+  /** Milliseconds parked by pause() or thermal level 6 (EMERGENCY). */
+  pausedMs: number;
+  /** The model was unloaded by setMemoryLevel(2) and loaded again for this request. */
+  reloaded: boolean;
+}
+
+export interface GenerateResult {
+  text: string;
+  finishReason: FinishReason;
+  stats: GenerationStats;
+}
+
+/** A text stream: iterate it for batches; `result` settles with the whole generation. */
+export interface TextStream extends AsyncIterable<string> {
+  readonly result: Promise<GenerateResult>;
+}
+
+export class Model {
+  /** Loads a GGUF and creates its session on a new worker thread. */
+  static load(path: string, options?: LoadOptions): Promise<Model>;
+  readonly info: ModelInfo;
+  /** True while a generation runs or waits. */
+  readonly busy: boolean;
+  readonly disposed: boolean;
+  /** Generations on one model run one at a time, in call order: a call on a busy model is
+   * queued, not rejected. */
+  generate(prompt: string, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(prompt: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
+  /** Frees the KV cache now (rebuilt on the next generate) to give memory back. */
+  releaseKv(): Promise<void>;
+  /** Loads a LoRA adapter (GGUF, llama.cpp's convert_lora_to_gguf.py format) against this
+   * model; it is not applied until setLora(). ERR_NOT_FOUND / ERR_CORRUPT_DATA /
+   * ERR_INVALID_ARGUMENT (another architecture or shape). */
+  loadLora(path: string): Promise<LoraAdapter>;
+  /** Applies `adapter` at `scale` (default 1; 0 removes it), between generations in call
+   * order. Several adapters may be applied at once. */
+  setLora(adapter: LoraAdapter, scale?: number): Promise<void>;
+  /** Un-applies `adapter` and frees it. */
+  removeLora(adapter: LoraAdapter): Promise<void>;
+  /** Un-applies every adapter: the next generation is the base model's exactly. */
+  clearLora(): Promise<void>;
+  /** Cancels the running generation and the queued ones (they resolve "cancelled" with the
+   * text so far); queued jobs such as conversation saves still run. Resolves once the running
+   * request has settled. */
+  cancelAll(): Promise<void>;
+  /** A conversation that keeps its KV cache between turns. Rejects with ERR_INVALID_ARGUMENT
+   * when the model has no chat template (unless chatmlFallback) or an option is bad. */
+  conversation(options?: ConversationOptions): Promise<Conversation>;
+  /** A conversation saved with conversation.save(): history always, the KV cache when the file
+   * was made with this model, context size, adapters and llama.cpp build and is intact
+   * (conversation.restoreInfo says which). ERR_NOT_FOUND / ERR_CORRUPT_DATA otherwise. */
+  restoreConversation(path: string, options?: ConversationOptions): Promise<Conversation>;
+  /** Cancels the running and queued generations (they resolve "cancelled"), waits for the
+   * worker, then frees the model. Idempotent; later generate() calls reject (ERR_DISPOSED). */
+  dispose(): Promise<void>;
+}
+
+export interface LoraInfo {
+  arch: string;
+  rank: number;
+  alpha: number;
+  /** Adapted weight matrices. */
+  nPairs: number;
+  fileBytes: number;
+  loadMs: number;
+}
+
+export class LoraAdapter {
+  private constructor();
+  readonly model: Model;
+  readonly id: number;
+  readonly path: string;
+  readonly info: LoraInfo;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | string;
+  content: string;
+}
+
+export type OverflowPolicy = "drop_oldest" | "fail";
+
+export interface ConversationOptions {
+  systemPrompt?: string;
+  /** When a turn or its reply does not fit the context: drop the oldest whole turns and keep
+   * the system prompt ("drop_oldest", default), or reject with ERR_RESOURCE_EXHAUSTED. */
+  overflow?: OverflowPolicy;
+  /** A folder where prepare() keeps the system prompt's KV cells between app starts. */
+  promptCache?: string;
+  /** Budget of that folder; least recently used files go beyond it. Default 256 MiB. */
+  promptCacheBytes?: number;
+  /** Use ChatML for a model without a chat template of its own. Default false. */
+  chatmlFallback?: boolean;
+  /** Where enterBackground() saves this conversation (a file under the app's filesDir, never
+   * its cacheDir). Default: not saved. */
+  savePath?: string;
+}
+
+export interface PrepareStats {
+  nTokens: number;
+  /** From the prompt cache rather than prefilled. */
+  restored: boolean;
+  ms: number;
+  stateBytes: number;
+  whyNotRestored: string;
+}
+
+export interface RestoreInfo {
+  kvRestored: boolean;
+  nTokens: number;
+  whyNot: string;
+}
+
+/** A chat on a Model that keeps its KV cache: each reply prefills only the new turn. Calls are
+ * queued on the model with its generate() calls (one request at a time). */
+export class Conversation {
+  /** Oldest first, system prompt not included (a copy). */
+  readonly history: ChatMessage[];
+  readonly systemPrompt: string;
+  readonly overflow: OverflowPolicy;
+  readonly disposed: boolean;
+  /** Set by model.restoreConversation(). */
+  readonly restoreInfo?: RestoreInfo;
+  /** Adds a user turn and generates the reply (added to the history, also when cancelled
+   * with text). chat, systemPrompt, history and reusePrefix are the conversation's. */
+  send(text: string, options?: GenerateOptions): Promise<GenerateResult>;
+  stream(text: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
+  /** Drops the last reply (if any) and answers the last user turn again. */
+  regenerate(options?: GenerateOptions): Promise<GenerateResult>;
+  truncate(nMessages: number): Promise<void>;
+  /** Replaces message `index` and drops those after it; regenerate() answers it. */
+  edit(index: number, text: string): Promise<void>;
+  reset(): Promise<void>;
+  setHistory(messages: ChatMessage[]): Promise<void>;
+  /** Prefills the system prompt now (from the prompt cache when it holds it). */
+  prepare(): Promise<PrepareStats>;
+  /** History and, when they are this conversation's, the KV cells, written atomically. */
+  save(path: string): Promise<void>;
+  /** Frees the native conversation; idempotent. Later calls reject with ERR_DISPOSED. */
+  dispose(): Promise<void>;
+}
+
+/** The seed's contract (first field report, §3.2): a handle and a promise of the full text. */
+export function InitModel(path: string, threads?: number, ctx?: number): Promise<Model>;
+export function Generate(handle: Model, prompt: string, maxTokens?: number,
+                         temperature?: number): Promise<string>;
+
+/** maxFreqKhz is 0 where cpufreq is absent (most VMs). */
+export interface CpuCluster { maxFreqKhz: number; cpus: number[]; }
+export interface ThermalZone { zone: string; type: string; tempC: number; valid: boolean; }
+export interface DeviceProfile {
+  totalRamBytes: number;
+  availableRamBytes: number;
+  nCpus: number;
+  bigCores: number;
+  clusters: CpuCluster[];
+  thermal: ThermalZone[];
+  /** Hottest valid zone; -273.15 when there is none. */
+  maxTempC: number;
+  platform: string;
+  socModel: string;
+  diskFreeBytes: number;
+  diskPath: string;
+}
+export interface DeviceProfileOptions {
+  root?: string;
+  diskPath?: string;
+}
+/** Reads RAM, CPU clusters, thermal zones and free disk (root: a fixture tree, for tests). */
+export function deviceProfile(options?: DeviceProfileOptions): DeviceProfile;
+
+export interface MemoryPlan {
+  ctx: number;
+  batch: number;
+  quant: string;
+  ramBytes: number;
+  budgetBytes: number;
+  formulaBytes: number;
+  weightsBytes: number;
+  kvBytes: number;
+  computeBytes: number;
+  overheadBytes: number;
+  totalBytes: number;
+  fits: boolean;
+  maxCtxThatFits: number;
+  advice: string;
+}
+export interface PlanMemoryOptions {
+  ctx?: number;
+  batch?: number;
+  ramBytes?: number;
+  budgetFraction?: number;
+}
+/** Plans peak memory from the GGUF header without reading weights (docs/device-and-planner.md). */
+export function planMemory(path: string, options?: PlanMemoryOptions): Promise<MemoryPlan>;
+
+export interface PullProgress {
+  stage: "manifest" | "download" | "verify" | "commit" | "activate" | "gc" | "done";
+  bytesDone: number;
+  bytesTotal: number;
+  percent: number;
+  bytesPerSecond: number;
+  /** Seconds left, -1 when unknown. */
+  etaSeconds: number;
+}
+export interface InstalledModel {
+  id: string;
+  version: number;
+  active: boolean;
+  path: string;
+  quant: string;
+  sizeBytes: number;
+}
+export interface PullOptions {
+  store: string;
+  onProgress?: (p: PullProgress) => void;
+  signal?: AbortSignalLike;
+}
+/** Pulls a packed model (manifest URL) into a model store: verified, resumable, atomic. */
+export function pull(manifestUrl: string, options: PullOptions): Promise<InstalledModel>;
+/** Installed models of a store. */
+export function listModels(store: string): Promise<InstalledModel[]>;
+export interface EnsureResult {
+  /** Some version of the model is active. */
+  installed: boolean;
+  activeVersion: number;
+  /** The active version is older than the one required (or none is installed): pull it, and
+   * keep serving `path` meanwhile. */
+  upgradeNeeded: boolean;
+  /** The active model file ("" when none). */
+  path: string;
+}
+/** Whether `id` is installed at `version` or later, and what to serve meanwhile. */
+export function ensureModel(store: string, id: string, version: number): Promise<EnsureResult>;
+/** Re-hashes a version (default: the active one) against its manifest: every chunk and the
+ * whole file. Rejects with ERR_CORRUPT_DATA naming what differs, ERR_NOT_FOUND. */
+export function verifyModel(store: string, id: string, version?: number): Promise<void>;
+/** Removes one version (not the active one unless it is the only one), or the whole model. */
+export function removeModel(store: string, id: string, version?: number): Promise<void>;
+
+export interface MemoryUsage {
+  rssBytes: number;
+  peakRssBytes: number;
+}
+/** Resident and peak resident memory of this process, in bytes. */
+export function memoryUsage(): MemoryUsage;
+/** Versions: the addon, libllama's pinned build. */
+// ---- Routing and cloud fallback (docs/node.md "Runtime") ----
+
+export type Route = "on-device" | "cloud" | "refuse";
+
+export interface CloudOptions {
+  /** An OpenAI-compatible server: "http://127.0.0.1:8080", "https://host/v1" or the full
+   * ".../chat/completions" URL. */
+  baseUrl: string;
+  /** The request's "model" field. Default "default". */
+  model?: string;
+  /** Bearer token (never logged). Default: the EDGELLM_CLOUD_API_KEY environment variable. */
+  apiKey?: string;
+  connectTimeoutS?: number;
+  idleTimeoutS?: number;
+  /** Retries on 429, 5xx and connection failures while no text has streamed. Default 3. */
+  maxRetries?: number;
+}
+
+export interface RouteEvent {
+  route: Route;
+  /** Why, in one sentence. */
+  reason: string;
+  /** The planned path failed before any text and this is the other one. */
+  fallback: boolean;
+}
+
+export interface RuntimeOptions {
+  /** The on-device model (may be missing: then the cloud serves, or the request is refused). */
+  modelPath?: string;
+  threads?: number;
+  ctx?: number;
+  /** The data may not leave the device: never the cloud. */
+  privacy?: boolean;
+  /** No network: never the cloud. */
+  offline?: boolean;
+  /** Wanted time to first token (0 = none), and the cloud's best. */
+  latencyTargetMs?: number;
+  cloudTtftMs?: number;
+  /** Use the device whenever it can (default: only when privacy, offline or latency need it,
+   * the first field report's Decision 1). */
+  preferOnDevice?: boolean;
+  /** Plan against this much RAM (default: this device's). */
+  ramBytes?: number;
+  /** Read the device profile under this root (tests: a fake sysfs tree). */
+  deviceRoot?: string;
+  cloud?: CloudOptions;
+  /** Called when a path starts serving, before its first text (again on a fallback). */
+  onRoute?: (event: RouteEvent) => void;
+}
+
+export interface RuntimeDecision {
+  route: Route;
+  reason: string;
+  /** Whether this device could run the model, and why not. */
+  localPossible: boolean;
+  localWhy: string;
+}
+
+export interface RoutedResult extends GenerateResult {
+  /** The path that served, and why. */
+  route: Route;
+  reason: string;
+  /** The planned path failed before any text; `failure` says how. */
+  fellBack: boolean;
+  failure: string;
+}
+
+export interface RuntimeGenerateOptions extends GenerateOptions {
+  /** Overrides the runtime's onRoute for this request. */
+  onRoute?: (event: RouteEvent) => void;
+}
+
+export class Runtime {
+  /** Reads the device and the model's memory plan (no weights are read) and decides. Rejects
+   * only on unusable options (ERR_INVALID_ARGUMENT: a bad cloud URL, ...). */
+  static create(options?: RuntimeOptions): Promise<Runtime>;
+  readonly decision: RuntimeDecision;
+  readonly disposed: boolean;
+  /** Loads the on-device model now when the route is on-device (a no-op otherwise). */
+  prepare(): Promise<void>;
+  /** One request at a time, in call order. A refusal rejects with ERR_FAILED_PRECONDITION and
+   * the policy's reason; whichever path serves, text arrives through onToken. */
+  generate(prompt: string, options?: RuntimeGenerateOptions): Promise<RoutedResult>;
+  stream(prompt: string, options?: Omit<RuntimeGenerateOptions, "onToken">): TextStream;
+  /** Stops the request in flight (it resolves "cancelled"). */
+  cancel(): void;
+  dispose(): Promise<void>;
+}
+
+// ---- The app's platform signals (docs/node.md "Platform signals") ----
+
+/** HarmonyOS `@ohos.thermal` ThermalLevel (Android's thermal status maps the same way). */
+export type ThermalLevel = 0 | 1 | 2 | 3 | 4 | 5 | 6;
+/** The platform's thermal level, which then replaces the sysfs reader (-1 goes back to it):
+ * 0 COOL, 1 NORMAL: all threads; 2 WARM: all threads, 5 ms yield per batch; 3 HOT: half the
+ * threads, 10 ms; 4 OVERHEATED: 1 thread, 20 ms; 5 WARNING: 1 thread, 50 ms; 6 EMERGENCY:
+ * generations park between tokens until the level drops. Applies at the next token of every
+ * model. A RangeError-like ERR_INVALID_ARGUMENT outside -1..6. */
+export function setThermalLevel(level: ThermalLevel | -1): void;
+
+/** HarmonyOS onMemoryLevel: 0 MODERATE, 1 LOW, 2 CRITICAL. */
+export type MemoryLevel = 0 | 1 | 2;
+export interface MemoryLevelResult {
+  level: MemoryLevel;
+  /** Live models, and how many freed their KV cache or their weights. */
+  models: number;
+  kvReleased: number;
+  unloaded: number;
+}
+/** MODERATE frees nothing; LOW frees every model's KV cache; CRITICAL also frees every model's
+ * weights, parking its conversations: the next request loads the same file again
+ * (stats.reloaded) and nothing the app holds becomes invalid. Each model acts once its queued
+ * work is done; the promise settles when all have. */
+export function setMemoryLevel(level: MemoryLevel): Promise<MemoryLevelResult>;
+
+/** Screen off / window hidden: every generation parks between tokens, state kept, until
+ * resume(). Models loaded while paused start paused. */
+export function pause(): void;
+export function resume(): void;
+
+export interface Signals {
+  /** What the app last said; -1: never. */
+  thermalLevel: number;
+  memoryLevel: number;
+  paused: boolean;
+}
+export function signals(): Signals;
+
+export interface BackgroundResultFailed {
+  path: string;
+  code: string;
+  message: string;
+}
+export interface BackgroundResult {
+  models: number;
+  /** Models that had a generation running or queued. */
+  cancelled: number;
+  /** The savePath of every conversation saved. */
+  saved: string[];
+  failed: BackgroundResultFailed[];
+}
+export interface EnterBackgroundOptions {
+  releaseKv?: boolean;
+}
+/** The app went to the background (onBackground): cancels every generation, saves each
+ * conversation that has a savePath, then frees the KV caches (releaseKv: false keeps them). */
+export function enterBackground(options?: EnterBackgroundOptions): Promise<BackgroundResult>;
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export interface LogLine {
+  level: LogLevel;
+  source: "edgellm" | "llama.cpp";
+  /** One whole line, without its newline. */
+  text: string;
+  /** When it was logged (ms since the epoch). */
+  timeMs: number;
+}
+export interface LogSubscription {
+  readonly active: boolean;
+  /** Stops delivery: the callback is never called afterwards. Idempotent. */
+  dispose(): void;
+}
+export interface OnLogOptions {
+  level?: LogLevel;
+}
+/** Library and llama.cpp log lines at `level` and above (default "info"), delivered in batches
+ * on the JS thread (never from a worker), e.g. to hilog. One sink at a time: a new onLog()
+ * replaces the previous one. */
+export function onLog(callback: (lines: LogLine[]) => void,
+                      options?: OnLogOptions): LogSubscription;
+
+export interface VersionInfo {
+  edgellm: string;
+  llama: string;
+  napi: number;
+}
+export const version: VersionInfo;
+
+/** What the API needs of a cancel signal: ArkTS has no AbortSignal, so any object with these
+ * members will do (the page's Canceller in entry/src/main/ets/common/Canceller.ets is one). The
+ * listener runs once, when the operation is to stop. */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: "abort", listener: () => void, options?: AbortListenerOptions): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+export interface AbortListenerOptions {
+  once?: boolean;
+}
+
+/** The default export (`import edgellm from 'edgellm'`): the same values as the named
+ * exports. */
+export interface EdgellmModule {
+  Model: typeof Model;
+  LoraAdapter: typeof LoraAdapter;
+  Conversation: typeof Conversation;
+  InitModel: typeof InitModel;
+  Generate: typeof Generate;
+  deviceProfile: typeof deviceProfile;
+  planMemory: typeof planMemory;
+  pull: typeof pull;
+  listModels: typeof listModels;
+  ensureModel: typeof ensureModel;
+  verifyModel: typeof verifyModel;
+  removeModel: typeof removeModel;
+  memoryUsage: typeof memoryUsage;
+  Runtime: typeof Runtime;
+  setThermalLevel: typeof setThermalLevel;
+  setMemoryLevel: typeof setMemoryLevel;
+  pause: typeof pause;
+  resume: typeof resume;
+  signals: typeof signals;
+  enterBackground: typeof enterBackground;
+  onLog: typeof onLog;
+  version: typeof version;
+}
+declare const edgellm: EdgellmModule;
+export default edgellm;
