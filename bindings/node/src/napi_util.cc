@@ -118,7 +118,8 @@ bool opt_number(napi_env env, napi_value obj, const char* key, double* out) {
 bool opt_int(napi_env env, napi_value obj, const char* key, int32_t* out) {
   double d = *out;
   if (!opt_number(env, obj, key, &d)) return false;
-  if (!(d >= -2147483648.0 && d <= 2147483647.0) || d != static_cast<double>(static_cast<int64_t>(d))) {
+  if (!(d >= -2147483648.0 && d <= 2147483647.0) ||
+      d != static_cast<double>(static_cast<int64_t>(d))) {
     return type_error(env, key, "an integer");
   }
   *out = static_cast<int32_t>(d);
@@ -159,6 +160,18 @@ bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std:
   return true;
 }
 
+bool get_integer(napi_env env, napi_value v, double lo, double hi, int64_t* out) {
+  napi_valuetype t = napi_undefined;
+  double d = 0;
+  if (napi_typeof(env, v, &t) != napi_ok || t != napi_number ||
+      napi_get_value_double(env, v, &d) != napi_ok || !(d >= lo && d <= hi) ||
+      d != static_cast<double>(static_cast<int64_t>(d))) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
 // ---- Channel ----
 
 static void channel_call_js(napi_env env, napi_value js_cb, void* /*context*/, void* data) {
@@ -178,9 +191,8 @@ Channel* Channel::Create(napi_env env, napi_value callback, const char* name) {
   ch->env_ = env;
   napi_value resource_name = make_string(env, name);
   if (is_nullish(env, callback)) callback = nullptr;
-  if (napi_create_threadsafe_function(env, callback, nullptr, resource_name, kQueueSize, 1,
-                                      nullptr, nullptr, nullptr, channel_call_js,
-                                      &ch->tsfn_) != napi_ok) {
+  if (napi_create_threadsafe_function(env, callback, nullptr, resource_name, kQueueSize, 1, nullptr,
+                                      nullptr, nullptr, channel_call_js, &ch->tsfn_) != napi_ok) {
     delete ch;
     return nullptr;
   }

@@ -49,6 +49,9 @@ void set(napi_env env, napi_value obj, const char* key, bool value);
 // value has the wrong type; an absent (undefined/null) optional value leaves `out` untouched.
 bool get_string(napi_env env, napi_value v, const char* what, std::string* out);
 bool is_nullish(napi_env env, napi_value v);
+// True when `v` is a number holding an integer in [lo, hi] (then in *out). Throws nothing: the
+// caller says what was wrong.
+bool get_integer(napi_env env, napi_value v, double lo, double hi, int64_t* out);
 // obj[key] when obj is an object and the key is present and not undefined/null.
 std::optional<napi_value> get_prop(napi_env env, napi_value obj, const char* key);
 bool opt_number(napi_env env, napi_value obj, const char* key, double* out);

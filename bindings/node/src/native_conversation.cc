@@ -69,15 +69,9 @@ Result<Conversation*> find(ModelState& s, int64_t id) {
 }
 
 bool read_id(napi_env env, napi_value v, int64_t* id) {
-  double d = 0;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, v, &t);
-  if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d < 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a conversation id");
-    return false;
-  }
-  *id = static_cast<int64_t>(d);
-  return true;
+  if (get_integer(env, v, 1, 9007199254740991.0, id)) return true;
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a conversation id");
+  return false;
 }
 
 // One method call: the model behind `this` and its arguments; with `with_id`, argv[0] is a

@@ -25,15 +25,9 @@ bool open_args(napi_env env, napi_callback_info info, size_t n, Args* a) {
 }
 
 bool read_id(napi_env env, napi_value v, int64_t* id) {
-  double d = 0;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, v, &t);
-  if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d < 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a LoRA adapter of this model");
-    return false;
-  }
-  *id = static_cast<int64_t>(d);
-  return true;
+  if (get_integer(env, v, 1, 9007199254740991.0, id)) return true;
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "not a LoRA adapter of this model");
+  return false;
 }
 
 Result<LoadedLora*> find(ModelState& s, int64_t id) {

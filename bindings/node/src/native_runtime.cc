@@ -334,19 +334,20 @@ napi_value define_native_runtime(napi_env env) {
   return cls;
 }
 
-void for_each_runtime(napi_env env, const std::function<void(RuntimeState&)>& fn) {
+void for_each_runtime(napi_env env,
+                      const std::function<void(const std::shared_ptr<RuntimeState>&)>& fn) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (const auto& r : *g_runtimes) {
-    if (r->env == env) fn(*r);
+    if (r->env == env) fn(r);
   }
 }
 
-PowerGovernor& runtime_governor(RuntimeState& r) { return r.governor; }
+PowerGovernor& runtime_governor(const std::shared_ptr<RuntimeState>& r) { return r->governor; }
 
-void release_runtime_kv(RuntimeState& r) {
-  if (r.closed) return;
-  r.worker->Post([&r] {
-    if (r.runtime && r.runtime->session()) r.runtime->session()->ReleaseKv();
+void release_runtime_kv(const std::shared_ptr<RuntimeState>& r) {
+  if (r->closed) return;
+  r->worker->Post([r] {
+    if (r->runtime && r->runtime->session()) r->runtime->session()->ReleaseKv();
   });
 }
 

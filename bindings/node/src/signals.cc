@@ -14,6 +14,7 @@
 #include "signals.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -33,12 +34,9 @@ bool read_level(napi_env env, napi_callback_info info, int32_t lo, int32_t hi, c
                 int32_t* out) {
   size_t argc = 1;
   napi_value argv[1] = {};
+  int64_t v = 0;
   if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return false;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, argv[0], &t);
-  double v = 0;
-  if (t != napi_number || napi_get_value_double(env, argv[0], &v) != napi_ok ||
-      v != static_cast<double>(static_cast<int32_t>(v)) || v < lo || v > hi) {
+  if (!get_integer(env, argv[0], lo, hi, &v)) {
     throw_status(env, Status::InvalidArgument(std::string(what) + " must be an integer from " +
                                               std::to_string(lo) + " to " + std::to_string(hi)));
     return false;
@@ -53,22 +51,25 @@ napi_value SetThermalLevelJs(napi_env env, napi_callback_info info) {
   if (!read_level(env, info, -1, 6, "thermal level", &level)) return nullptr;
   g_thermal_level = level;
   for (const auto& m : live_models(env)) (void)m->governor.SetThermalLevel(level);  // in range
-  for_each_runtime(env,
-                   [level](RuntimeState& r) { (void)runtime_governor(r).SetThermalLevel(level); });
+  for_each_runtime(env, [level](const std::shared_ptr<RuntimeState>& r) {
+    (void)runtime_governor(r).SetThermalLevel(level);
+  });
   return nullptr;
 }
 
 napi_value PauseJs(napi_env env, napi_callback_info) {
   g_paused = true;
   for (const auto& m : live_models(env)) m->governor.Pause();
-  for_each_runtime(env, [](RuntimeState& r) { runtime_governor(r).Pause(); });
+  for_each_runtime(env,
+                   [](const std::shared_ptr<RuntimeState>& r) { runtime_governor(r).Pause(); });
   return nullptr;
 }
 
 napi_value ResumeJs(napi_env env, napi_callback_info) {
   g_paused = false;
   for (const auto& m : live_models(env)) m->governor.Resume();
-  for_each_runtime(env, [](RuntimeState& r) { runtime_governor(r).Resume(); });
+  for_each_runtime(env,
+                   [](const std::shared_ptr<RuntimeState>& r) { runtime_governor(r).Resume(); });
   return nullptr;
 }
 
@@ -102,7 +103,8 @@ napi_value SetMemoryLevelJs(napi_env env, napi_callback_info info) {
     });
     ch->Release();
   };
-  if (level >= 1) for_each_runtime(env, [](RuntimeState& r) { release_runtime_kv(r); });
+  if (level >= 1)
+    for_each_runtime(env, [](const std::shared_ptr<RuntimeState>& r) { release_runtime_kv(r); });
   for (const auto& m : models) {
     if (level == 0 || m->closed) {
       finish();
@@ -175,8 +177,26 @@ bool ModelState::Unload() {
   return true;
 }
 
+// Conversations parked by Unload(), recreated on the reloaded session. One that cannot be
+// recreated stays parked (its history intact) and the next request tries again.
+static Status restore_parked(ModelState& s) {
+  Status first;
+  for (auto it = s.parked.begin(); it != s.parked.end();) {
+    auto c = Conversation::Create(*s.session, it->second.options);
+    Status st = c.ok() ? (*c)->SetHistory(it->second.history) : c.status();
+    if (!st.ok()) {
+      if (first.ok()) first = st;
+      ++it;
+      continue;
+    }
+    s.conversations[it->first] = std::move(*c);
+    it = s.parked.erase(it);
+  }
+  return first;
+}
+
 Status ModelState::EnsureLoaded() {
-  if (session) return Status::Ok();
+  if (session) return parked.empty() ? Status::Ok() : restore_parked(*this);
   if (!unloaded) return Status::FailedPrecondition("no model is loaded: call load() first");
   auto m = Model::Load(path, load_options);
   if (!m.ok()) {
@@ -185,28 +205,27 @@ Status ModelState::EnsureLoaded() {
   }
   auto s = Session::Create(**m, session_options);
   if (!s.ok()) return s.status();
-  for (auto& [id, l] : loras) {
+  // Adapters belong to the model: they are committed with it, or dropped before it on failure
+  // (locals are destroyed in reverse order: adapters, session, model).
+  std::map<int64_t, std::shared_ptr<LoraAdapter>> adapters;
+  for (const auto& [id, l] : loras) {
     auto a = LoraAdapter::Load(**m, l.path);
     if (!a.ok()) return a.status();
-    l.adapter = std::move(*a);
+    adapters[id] = std::move(*a);
   }
   for (const auto& [id, scale] : applied_loras) {
-    if (Status st = (*s)->SetLora(loras[id].adapter, scale); !st.ok()) return st;
+    if (Status st = (*s)->SetLora(adapters[id], scale); !st.ok()) return st;
   }
+  for (auto& [id, l] : loras) l.adapter = std::move(adapters[id]);
   model = std::move(*m);
   session = std::move(*s);
-  for (auto& [id, p] : parked) {
-    auto c = Conversation::Create(*session, p.options);
-    if (!c.ok()) return c.status();
-    if (Status st = (*c)->SetHistory(std::move(p.history)); !st.ok()) return st;
-    conversations[id] = std::move(*c);
-  }
-  parked.clear();
   unloaded = false;
   ++reloads;
-  std::lock_guard<std::mutex> lock(mu);
-  session_for_cancel = session.get();
-  return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    session_for_cancel = session.get();
+  }
+  return restore_parked(*this);
 }
 
 }  // namespace edgellm::node

@@ -129,15 +129,12 @@ napi_value ListModelsJs(napi_env env, napi_callback_info info) {
 // An optional version argument: undefined/null = none; otherwise a positive integer.
 bool opt_version(napi_env env, napi_value v, std::optional<uint32_t>* out) {
   if (is_nullish(env, v)) return true;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, v, &t);
-  double d = 0;
-  if (t != napi_number || napi_get_value_double(env, v, &d) != napi_ok || d < 1 ||
-      d > 4294967295.0 || d != static_cast<double>(static_cast<uint32_t>(d))) {
+  int64_t n = 0;
+  if (!get_integer(env, v, 1, 4294967295.0, &n)) {
     throw_status(env, Status::InvalidArgument("version must be a positive integer"));
     return false;
   }
-  *out = static_cast<uint32_t>(d);
+  *out = static_cast<uint32_t>(n);
   return true;
 }
 
