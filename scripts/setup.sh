@@ -57,6 +57,8 @@ fi
 if [ $# -eq 0 ]; then
   step "installing the web demo's test dependency (web/: npm ci, playwright-core)"
   (cd web && npm ci --no-audit --no-fund --loglevel=error)
+  step "installing the Node tests' dependencies (bindings/node/test: npm ci, ajv, openai)"
+  (cd bindings/node/test && npm ci --no-audit --no-fund --loglevel=error)
   step "installing the ArkTS page checker (bindings/harmonyos/check: npm ci, ohos-typescript)"
   (cd bindings/harmonyos/check && npm ci --no-audit --no-fund --loglevel=error)
 fi

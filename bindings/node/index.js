@@ -52,7 +52,8 @@ function emptyStats(queuedMs) {
   return {
     nPrompt: 0, nCached: 0, turnsDropped: 0, tokensDropped: 0, prefillMs: 0, prefillTps: 0,
     ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
-    peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, batches: 0,
+    peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, grammarMs: 0,
+    grammarResamples: 0, batches: 0,
     deliveryP50Us: 0, deliveryP99Us: 0, queuedMs, threadChanges: 0, minThreads: 0, pausedMs: 0,
     reloaded: false,
   };
@@ -62,8 +63,12 @@ function nativeGenerateOptions(o) {
   const out = {};
   for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'seed',
                    'chat', 'systemPrompt', 'history', 'reusePrefix', 'stop', 'batchTokens',
-                   'batchMs', 'ignoreEos']) {
+                   'batchMs', 'ignoreEos', 'grammar']) {
     if (o[k] !== undefined) out[k] = o[k];
+  }
+  // A JSON schema as an object (or its JSON text): the addon takes the text.
+  if (o.jsonSchema !== undefined && o.jsonSchema !== null) {
+    out.jsonSchema = typeof o.jsonSchema === 'string' ? o.jsonSchema : JSON.stringify(o.jsonSchema);
   }
   return out;
 }

@@ -59,6 +59,25 @@ struct ChatMessage {
   std::string content;
 };
 
+// Bounds on a grammar or JSON schema, checked before anything is compiled: a request from an
+// untrusted client cannot make generation hang or exhaust memory. A limit that is exceeded is
+// a kInvalidArgument naming it. The defaults suit an app's own schemas; `serve` sets smaller
+// ones (its --max-schema-* flags).
+struct GrammarLimits {
+  size_t max_bytes = 256 * 1024;  // the grammar or schema text. Default 256 KiB
+  int32_t max_depth = 64;         // nesting of a schema's objects and arrays. Default 64
+  int32_t max_rules = 4096;       // rules of the grammar, given or converted. Default 4096
+};
+
+// What became of the JSON a schema asked for (Generation::json_state).
+enum class JsonState {
+  kNone,        // no json_schema was set
+  kComplete,    // the output ended at the end of the schema: Generation::json holds it
+  kIncomplete,  // generation stopped first (max_tokens, a full context, a cancel): not JSON
+  kInvalid,     // a stop string ended the output before the schema's end: not its JSON
+};
+const char* json_state_name(JsonState state);
+
 // Per-call options. Lifetime: one Generate() call.
 struct GenerateOptions {
   int32_t max_tokens = 256;      // new tokens at most. Default 256; must be >= 1
@@ -90,6 +109,17 @@ struct GenerateOptions {
   bool truncate_prompt = false;
   // Keep generating past end-of-generation tokens (benchmarks). Default false.
   bool ignore_eos = false;
+  // Constrained output. `grammar`: a GBNF grammar (llama.cpp's dialect; the start rule is
+  // `root`). `json_schema`: a JSON Schema as JSON text, converted to a grammar with llama.cpp's
+  // converter; the result then carries the parsed JSON (Generation::json). At most one of the
+  // two; both empty (default): free text. Every token the model writes is one the grammar
+  // allows, on every path (greedy, sampling, conversations, stop strings). A grammar that
+  // does not parse, refers to an undefined rule, can never finish, or exceeds
+  // `grammar_limits`, and a schema that is not JSON or uses what the converter cannot do, fail
+  // with kInvalidArgument naming the problem, before any decode.
+  std::string grammar;
+  std::string json_schema;
+  GrammarLimits grammar_limits;
   // Keep the longest token prefix that this session's KV cache already holds from its last
   // call (compared token by token) and prefill only the rest: a chat that sends its whole
   // history every turn pays only for the new turn. The output is the same as from an empty
@@ -132,13 +162,29 @@ struct Stats {
   // context for this turn, and their tokens.
   int32_t turns_dropped = 0;
   int32_t tokens_dropped = 0;
+  // Constrained output: the time to compile the grammar (a schema converted and parsed), and
+  // the tokens whose first draw the grammar rejected (each then drawn again from the allowed
+  // set: the expensive path).
+  double grammar_ms = 0;
+  int32_t grammar_resamples = 0;
 };
 
 struct Generation {
   std::string text;
   FinishReason finish_reason = FinishReason::kNone;
   Stats stats;
+  // With GenerateOptions::json_schema: kComplete when the output ended where the schema
+  // ends, and then `json` holds it as JSON text (it parses, and follows the schema's
+  // structure: the grammar allowed nothing else; whitespace around it trimmed); kIncomplete when generation stopped first
+  // (finish reason kLength, kContextFull or kCancelled): `json` is empty, never a half object.
+  JsonState json_state = JsonState::kNone;
+  std::string json;
 };
+
+// Compiles o.grammar / o.json_schema for `model` as Generate() would, and drops the result:
+// kInvalidArgument naming the problem, Ok when there is nothing to compile. For a server that
+// answers a bad schema with an error before it starts streaming.
+Status CheckOutputConstraint(const Model& model, const GenerateOptions& o);
 
 class Session {
  public:

@@ -306,6 +306,14 @@ Result<Generation> CloudClient::Generate(std::string_view prompt, const Generate
                {"top_p", o.top_p}};
   if (o.seed != 0xFFFFFFFFu) body["seed"] = o.seed;
   if (!o.stop.empty()) body["stop"] = o.stop;
+  // Constrained output: the OpenAI shape for a schema, llama-server's field for a grammar.
+  if (!o.json_schema.empty()) {
+    json schema = json::parse(o.json_schema, nullptr, false);
+    if (schema.is_discarded()) return Status::InvalidArgument("the JSON schema is not valid JSON");
+    body["response_format"] = {{"type", "json_schema"},
+                               {"json_schema", {{"name", "output"}, {"schema", schema}}}};
+  }
+  if (!o.grammar.empty()) body["grammar"] = o.grammar;
   const std::string payload = body.dump();
 
   TextStreamer streamer(sink, o.stop, o.stream_every_tokens, o.stream_every_ms);
@@ -383,6 +391,17 @@ Result<Generation> CloudClient::Generate(std::string_view prompt, const Generate
         st.ttft_ms = ms_between(t_start, at.first_delta);
         st.decode_ms = ms_between(at.first_delta, at.last_delta);
         if (st.decode_ms > 0 && at.deltas > 1) st.decode_tps = (at.deltas - 1) * 1000.0 / st.decode_ms;
+      }
+      if (!o.json_schema.empty()) {  // as the engine reports it (Generation::json_state)
+        json parsed = json::parse(gen.text, nullptr, false);
+        if (gen.finish_reason != FinishReason::kStop) {
+          gen.json_state = JsonState::kIncomplete;
+        } else if (streamer.stop_matched() || parsed.is_discarded()) {
+          gen.json_state = JsonState::kInvalid;
+        } else {
+          gen.json_state = JsonState::kComplete;
+          gen.json = parsed.dump();
+        }
       }
       return gen;
     }

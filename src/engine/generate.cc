@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/sys.h"
+#include "engine/constraint.h"
 #include "engine/decode_control.h"
 #include "engine/llama_glue.h"
 #include "engine/sampler.h"
@@ -100,6 +101,8 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.n_ctx = options.n_ctx;
   st.n_batch = options.n_batch;
   EDGELLM_RETURN_IF_ERROR(FitPrompt(&toks, o, &st));
+  engine::TokenSampler sampler(o, model->info.n_vocab);
+  EDGELLM_RETURN_IF_ERROR(engine::apply_constraint(model->vocab, o, &sampler, &st));
 
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
   if (o.reuse_prefix) {
@@ -107,7 +110,6 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   } else {
     ClearKv();
   }
-  engine::TokenSampler sampler(o, model->info.n_vocab);
   engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached);
 
   const auto t_prefill = Clock::now();
@@ -132,6 +134,8 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.peak_rss_bytes = peak_rss_bytes();
   gen.text = streamer.text();
   gen.finish_reason = finish;
+  st.grammar_resamples = sampler.resamples();
+  engine::finish_json(o, streamer.stop_matched(), &gen);
   return gen;
 }
 

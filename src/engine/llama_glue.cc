@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -171,6 +172,47 @@ SamplerPtr make_sampler_chain(const GenerateOptions& o, int32_t n_vocab) {
   llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(o.temperature));
   llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(o.seed));
   return chain;
+}
+
+Result<SamplerPtr> make_grammar_sampler(const llama_vocab* vocab, const GrammarSpec& spec) {
+  take_llama_errors();  // only this call's lines
+  llama_sampler* s = nullptr;
+  try {
+    if (spec.lazy) {
+      std::vector<const char*> patterns;
+      for (const std::string& p : spec.trigger_patterns) patterns.push_back(p.c_str());
+      s = llama_sampler_init_grammar_lazy_patterns(
+          vocab, spec.gbnf.c_str(), "root", patterns.data(), patterns.size(),
+          spec.trigger_tokens.data(), spec.trigger_tokens.size());
+    } else {
+      s = llama_sampler_init_grammar(vocab, spec.gbnf.c_str(), "root");
+    }
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the grammar was refused: ") + e.what());
+  }
+  if (s == nullptr) {
+    const std::string why = take_llama_errors();
+    return Status::InvalidArgument("the grammar was refused" +
+                                   (why.empty() ? std::string() : ": " + why));
+  }
+  return SamplerPtr(s);
+}
+
+bool grammar_allows(llama_sampler* grammar, llama_token tok) {
+  llama_token_data one = {tok, 0.0f, 0.0f};
+  llama_token_data_array arr = {&one, 1, -1, false};
+  llama_sampler_apply(grammar, &arr);
+  return std::isfinite(one.logit);
+}
+
+Status grammar_accept(llama_sampler* grammar, llama_token tok) {
+  try {
+    llama_sampler_accept(grammar, tok);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("the grammar refused a token it had allowed: ") +
+                            e.what());
+  }
+  return Status::Ok();
 }
 
 class ChatTemplates {

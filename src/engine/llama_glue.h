@@ -69,6 +69,33 @@ void set_lora_adapters(llama_context* ctx, std::vector<llama_adapter_lora*>& ada
 // (temperature 0) or top-k, top-p, min-p, temperature and a seeded draw.
 SamplerPtr make_sampler_chain(const GenerateOptions& o, int32_t n_vocab);
 
+// ---- constrained output (checks and conversion: llama_glue_grammar.cc) ----
+// What a grammar sampler is made from. Lazy: the grammar starts constraining only once the
+// output matches one of the trigger patterns (regexes) or a trigger token appears (tool
+// calls with tool_choice "auto"); until then every token passes.
+struct GrammarSpec {
+  std::string gbnf;
+  bool lazy = false;
+  std::vector<std::string> trigger_patterns;
+  std::vector<llama_token> trigger_tokens;
+};
+// Checks a GBNF grammar with llama.cpp's parser before it is used: kInvalidArgument naming
+// what is wrong (parse error, undefined rule, no root, a root that can never end, a limit),
+// `what` naming the grammar in the message ("the grammar").
+Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const GrammarLimits& limits,
+                  const char* what);
+// A JSON schema (JSON text) as GBNF, converted by llama.cpp common's json-schema-to-grammar.
+// kInvalidArgument: not JSON, not a schema, a limit, or what the converter cannot express.
+Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits);
+// The grammar sampler (kInvalidArgument with llama.cpp's logged reason when it refuses).
+Result<SamplerPtr> make_grammar_sampler(const llama_vocab* vocab, const GrammarSpec& spec);
+// Whether the grammar allows `tok` next (one candidate checked, not the vocabulary).
+bool grammar_allows(llama_sampler* grammar, llama_token tok);
+// Advances the grammar past `tok`, which it must allow (kInternal, never an abort, otherwise).
+Status grammar_accept(llama_sampler* grammar, llama_token tok);
+// True when `text` is one JSON value; `out` then holds it without surrounding whitespace.
+bool json_trimmed(const std::string& text, std::string* out);
+
 // ---- chat templates ----
 // A model's chat templates, rendered with llama.cpp's common chat library (its Jinja engine),
 // so a template renders exactly as the model's authors wrote it. A model without

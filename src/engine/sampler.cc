@@ -1,5 +1,6 @@
 #include "engine/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -30,18 +31,114 @@ Status validate_sampling(const GenerateOptions& o) {
 }
 
 TokenSampler::TokenSampler(const GenerateOptions& o, int32_t n_vocab) : n_vocab_(n_vocab) {
-  const bool greedy = o.temperature <= 0 && (o.repeat_penalty == 1.0f || o.repeat_last_n == 0);
+  const bool no_penalty = o.repeat_penalty == 1.0f || o.repeat_last_n == 0;
+  const bool greedy = o.temperature <= 0 && no_penalty;
   if (!greedy) chain_ = make_sampler_chain(o, n_vocab);
+  // The chain keeps at most top_k tokens, chosen by logit: the top_k highest allowed tokens
+  // are all a constrained draw needs. A repetition penalty changes logits before top-k, and
+  // top-k off needs the whole distribution: then every token is checked.
+  if (greedy) {
+    narrow_k_ = 1;
+  } else if (no_penalty && o.top_k > 0) {
+    narrow_k_ = static_cast<size_t>(o.top_k);
+    if (o.min_p > 0) min_p_floor_ = std::log(o.min_p);
+  }
 }
 
-llama_token TokenSampler::Sample(llama_context* ctx) {
-  if (chain_) return llama_sampler_sample(chain_.get(), ctx, -1);
-  const float* logits = llama_get_logits_ith(ctx, -1);
-  int32_t best = 0;
-  for (int32_t i = 1; i < n_vocab_; ++i) {
-    if (logits[i] > logits[best]) best = i;
+llama_token TokenSampler::DrawNarrowed(const float* logits) {
+  cur_.resize(static_cast<size_t>(n_vocab_));
+  for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  allowed_.clear();
+  const auto higher = [](const llama_token_data& a, const llama_token_data& b) {
+    return a.logit > b.logit;
+  };
+  // Chunks in descending logit order: every token after a chunk has a lower logit than every
+  // token in it, so once narrow_k_ allowed tokens are found they include the top narrow_k_.
+  // With min-p, tokens below (best allowed logit + log(min_p)) would be dropped by min-p:
+  // the search stops at them.
+  size_t done = 0, chunk = 256;
+  float floor = -INFINITY;
+  while (done < cur_.size() && allowed_.size() < narrow_k_) {
+    const size_t end = std::min(cur_.size(), done + chunk);
+    if (end < cur_.size()) {
+      std::nth_element(cur_.begin() + static_cast<std::ptrdiff_t>(done),
+                       cur_.begin() + static_cast<std::ptrdiff_t>(end), cur_.end(), higher);
+    }
+    float top = -INFINITY;
+    for (size_t i = done; i < end; ++i) top = std::max(top, cur_[i].logit);
+    if (top < floor) break;
+    llama_token_data_array part = {cur_.data() + done, end - done, -1, false};
+    llama_sampler_apply(grammar_.get(), &part);
+    for (size_t i = done; i < end; ++i) {
+      if (!std::isfinite(cur_[i].logit)) continue;
+      allowed_.push_back(cur_[i]);
+    }
+    if (!allowed_.empty() && min_p_floor_ < 0) {
+      float best = -INFINITY;
+      for (const auto& t : allowed_) best = std::max(best, t.logit);
+      floor = best + min_p_floor_;
+    }
+    done = end;
+    chunk *= 4;
   }
-  return best;
+  if (allowed_.empty()) return LLAMA_TOKEN_NULL;
+  if (!chain_) {
+    return std::max_element(allowed_.begin(), allowed_.end(),
+                            [&](const auto& a, const auto& b) { return higher(b, a); })
+        ->id;
+  }
+  llama_token_data_array arr = {allowed_.data(), allowed_.size(), -1, false};
+  llama_sampler_apply(chain_.get(), &arr);
+  if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) return LLAMA_TOKEN_NULL;
+  return arr.data[arr.selected].id;
+}
+
+llama_token TokenSampler::Draw(const float* logits, bool with_grammar) {
+  cur_.resize(static_cast<size_t>(n_vocab_));
+  for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  llama_token_data_array arr = {cur_.data(), cur_.size(), -1, false};
+  if (with_grammar) {
+    llama_sampler_apply(grammar_.get(), &arr);
+    bool any = false;
+    for (size_t i = 0; i < arr.size && !any; ++i) any = std::isfinite(arr.data[i].logit);
+    if (!any) return LLAMA_TOKEN_NULL;
+  }
+  if (chain_) {
+    llama_sampler_apply(chain_.get(), &arr);
+    if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) return LLAMA_TOKEN_NULL;
+    return arr.data[arr.selected].id;
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < arr.size; ++i) {
+    if (arr.data[i].logit > arr.data[best].logit) best = i;
+  }
+  return arr.data[best].id;
+}
+
+Result<llama_token> TokenSampler::Sample(llama_context* ctx) {
+  if (chain_ && !grammar_) return llama_sampler_sample(chain_.get(), ctx, -1);
+  const float* logits = llama_get_logits_ith(ctx, -1);
+  llama_token tok = 0;
+  if (chain_) {
+    tok = Draw(logits, /*with_grammar=*/false);
+  } else {
+    for (int32_t i = 1; i < n_vocab_; ++i) {
+      if (logits[i] > logits[tok]) tok = i;
+    }
+    if (!grammar_) return tok;
+  }
+  if (tok == LLAMA_TOKEN_NULL || !grammar_allows(grammar_.get(), tok)) {
+    ++resamples_;
+    tok = narrow_k_ > 0 ? DrawNarrowed(logits) : Draw(logits, /*with_grammar=*/true);
+    if (tok == LLAMA_TOKEN_NULL) {
+      return Status::InvalidArgument(
+          "the grammar allows no token of the model's vocabulary here: it asks for text the "
+          "vocabulary cannot spell, or for nothing more while end-of-text is not allowed");
+    }
+  }
+  EDGELLM_RETURN_IF_ERROR(grammar_accept(grammar_.get(), tok));
+  if (chain_) llama_sampler_accept(chain_.get(), tok);
+  return tok;
 }
 
 }  // namespace edgellm::engine

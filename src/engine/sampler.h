@@ -1,5 +1,8 @@
-// TokenSampler: picks the next token from the last logits, as GenerateOptions ask.
+// TokenSampler: picks the next token from the last logits, as GenerateOptions ask, within a
+// grammar when one is set.
 #pragma once
+
+#include <vector>
 
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
@@ -14,16 +17,43 @@ Status validate_sampling(const GenerateOptions& o);
 // else runs llama.cpp's sampler chain (make_sampler_chain), which also records each chosen
 // token for the repetition penalty.
 //
+// With a grammar, the token is drawn first as if there were none and only that one token is
+// checked against the grammar; only when the grammar rejects it is the whole vocabulary
+// checked and the token drawn again from what the grammar allows (llama.cpp's common sampler
+// does the same). The draw is the one the constrained distribution gives whenever the first
+// choice is allowed, and checking one token instead of 151,936 keeps decode speed. When it is
+// rejected, greedy and top-k sampling (without a repetition penalty) check the vocabulary in
+// descending logit order, a chunk at a time, until they hold the top_k highest allowed tokens
+// (1 for greedy): the same set a fully masked vocabulary would give top-k, so the same draw,
+// usually after a few hundred checks. With min-p on, the search also stops at tokens whose
+// logit is below the best allowed one's + log(min_p), which min-p would drop (top-p then
+// normalizes over the tokens kept: its cutoff may differ a little from a fully masked
+// vocabulary's). Otherwise every token is checked.
+//
 // Thread safety: one generation at a time.
 class TokenSampler {
  public:
   TokenSampler(const GenerateOptions& o, int32_t n_vocab);
-  // The next token from the logits of the last decoded position of `ctx`.
-  llama_token Sample(llama_context* ctx);
+  // Constrains every later token by `grammar` (a grammar sampler).
+  void SetGrammar(SamplerPtr grammar) { grammar_ = std::move(grammar); }
+  bool constrained() const { return grammar_ != nullptr; }
+  // The next token from the logits of the last decoded position of `ctx`. With a grammar:
+  // kInvalidArgument when the grammar allows no token of the vocabulary here.
+  Result<llama_token> Sample(llama_context* ctx);
+  // Tokens whose first draw the grammar rejected.
+  int32_t resamples() const { return resamples_; }
 
  private:
+  llama_token Draw(const float* logits, bool with_grammar);
+  llama_token DrawNarrowed(const float* logits);
+
   int32_t n_vocab_;
-  SamplerPtr chain_;  // null on the greedy fast path
+  SamplerPtr chain_;    // null on the greedy fast path
+  SamplerPtr grammar_;  // null without a grammar
+  std::vector<llama_token_data> cur_, allowed_;
+  size_t narrow_k_ = 0;  // 0: a rejected draw checks the whole vocabulary
+  float min_p_floor_ = 0;  // log(min_p) when min-p is on (< 0), else 0
+  int32_t resamples_ = 0;
 };
 
 }  // namespace edgellm::engine

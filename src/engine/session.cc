@@ -61,6 +61,16 @@ const char* finish_reason_name(FinishReason reason) {
   return "unknown";
 }
 
+const char* json_state_name(JsonState state) {
+  switch (state) {
+    case JsonState::kNone: return "none";
+    case JsonState::kComplete: return "complete";
+    case JsonState::kIncomplete: return "incomplete";
+    case JsonState::kInvalid: return "invalid";
+  }
+  return "unknown";
+}
+
 Session::Impl::~Impl() {
   if (ctx) llama_free(ctx);
 }

@@ -19,7 +19,9 @@ Result<FinishReason> TokenGenerator::Run(
       reason = FinishReason::kCancelled;
       break;
     }
-    llama_token tok = sampler_.Sample(control_.context());
+    Result<llama_token> sampled = sampler_.Sample(control_.context());
+    if (!sampled.ok()) return sampled.status();
+    llama_token tok = *sampled;
     t_last = Clock::now();
     n_decoded_at_last = n_decoded;
     if (st->n_gen == 0) {

@@ -20,6 +20,7 @@ struct ChatArgs {
   float temperature = 0.8f;
   int64_t seed = -1;
   bool json = false, no_shift = false, quiet = false;
+  ConstraintArgs constraint;
 };
 
 nlohmann::json turn_json(const edgellm::Generation& g) {
@@ -98,6 +99,7 @@ int chat(ChatArgs& a) {
   go.max_tokens = a.max_tokens;
   go.temperature = a.temperature;
   if (a.seed >= 0) go.seed = static_cast<uint32_t>(a.seed);
+  if (auto st = load_constraint(a.constraint, &go); !st.ok()) return fail(st);
   const bool tty = ::isatty(STDIN_FILENO);
   auto save = [&](const std::string& path) {
     edgellm::Status st = conv->Save(path);
@@ -149,9 +151,12 @@ int chat(ChatArgs& a) {
     // Saved before the turn is reported: whatever printed its reply survives a kill.
     if (!a.session_file.empty()) save(a.session_file);
     if (a.json) {
-      std::printf("%s\n", turn_json(*r).dump().c_str());
+      nlohmann::json j = turn_json(*r);
+      add_json_result(*r, &j);
+      std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("\n");
+      warn_json_state(*r);
     }
     std::fflush(stdout);
     if (!a.quiet) print_stats(*r);
@@ -181,6 +186,7 @@ Action add_chat(CLI::App& app) {
                 "Prefill kept turns again instead of shifting their KV cells");
   cmd->add_option("--prompt-cache", a.prompt_cache,
                   "Folder that keeps the system prompt's KV cells between runs");
+  add_constraint_options(cmd, &a.constraint);
   cmd->add_flag("--json", a.json, "One JSON line per turn on stdout instead of the text");
   cmd->add_flag("-q,--quiet", a.quiet, "No per-turn stats");
   return [] { return chat(a); };

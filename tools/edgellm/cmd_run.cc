@@ -26,6 +26,7 @@ struct RunArgs {
   std::string fallback, cloud_model, ram, device_root, whitelist;
   bool private_data = false, offline = false;
   double latency_ms = 0;
+  ConstraintArgs constraint;
 };
 
 nlohmann::json result_json(const edgellm::Generation& g) {
@@ -59,6 +60,7 @@ int run(RunArgs& a) {
     ss << f.rdbuf();
     a.prompt = ss.str();
   }
+  if (auto st = load_constraint(a.constraint, &a.go); !st.ok()) return fail(st);
   const bool show = !a.quiet;
   edgellm::RuntimeOptions ro;
   ro.model_path = a.model;
@@ -185,6 +187,7 @@ int run(RunArgs& a) {
   const bool cloud = routed->route == edgellm::Route::kCloud;
   if (a.json) {
     nlohmann::json j = result_json(gen);
+    add_json_result(gen, &j);
     j["route"] = edgellm::route_name(routed->route);
     j["reason"] = routed->reason;
     j["fell_back"] = routed->fell_back;
@@ -193,6 +196,7 @@ int run(RunArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
+    warn_json_state(gen);
   }
   if (show && cloud) {
     std::fprintf(stderr,
@@ -260,6 +264,7 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--whitelist", a.whitelist, "platform whitelist JSON (default: built-in)");
   cmd->add_option("--lora", a.lora, "Apply this GGUF LoRA adapter (repeatable)");
   cmd->add_option("--lora-scale", a.lora_scale, "Scale of each --lora, in order (default 1)");
+  add_constraint_options(cmd, &a.constraint);
   cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
   cmd->add_flag("-q,--quiet", a.quiet, "No progress or timings on stderr");
   cmd->add_flag("-v,--verbose", a.verbose, "Show llama.cpp's log");

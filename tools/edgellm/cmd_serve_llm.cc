@@ -29,6 +29,8 @@ using json = nlohmann::json;
 struct LlmServeArgs {
   std::string model, host = "127.0.0.1", id, api_key_env = "EDGELLM_SERVE_API_KEY";
   int port = 8080, ctx = -1, threads = -1, queue = 8;
+  // Bounds on a client's schema or grammar (a request over one is a 400 naming it).
+  edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
 };
 
 // One generation at a time, FIFO, with a bounded number of waiters.
@@ -114,8 +116,17 @@ class LlmServer {
     }
     auto o = std::make_shared<edgellm::GenerateOptions>();
     std::string err;
+    o->grammar_limits = a_.limits;
     if (!read_options(body, o.get(), &err)) {
       return send_error(res, 400, "invalid_request_error", err);
+    }
+    // A bad schema or grammar is a 400 before anything streams.
+    if (edgellm::Status st = edgellm::CheckOutputConstraint(*model_, *o); !st.ok()) {
+      std::string m = st.message();
+      if (m.find("more than the limit") != std::string::npos) {
+        m += "; this server's limits: --max-schema-bytes, --max-schema-depth, --max-grammar-rules";
+      }
+      return send_error(res, 400, "invalid_request_error", m);
     }
     auto prompt = std::make_shared<std::string>();
     auto request = std::make_shared<ChatRequest>();
@@ -333,6 +344,15 @@ Action add_serve_llm(CLI::App& app) {
   cmd->add_option("--api-key-env", a->api_key_env,
                   "when this environment variable is set, /v1/* requires it as a Bearer token "
                   "(default EDGELLM_SERVE_API_KEY)");
+  cmd->add_option("--max-schema-bytes", a->limits.max_bytes,
+                  "largest JSON schema or grammar a request may send (default 65536)")
+      ->check(CLI::Range(size_t{16}, size_t{16} << 20));
+  cmd->add_option("--max-schema-depth", a->limits.max_depth,
+                  "deepest nesting of a request's JSON schema (default 32)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-grammar-rules", a->limits.max_rules,
+                  "most grammar rules a request's schema or grammar may make (default 2048)")
+      ->check(CLI::Range(1, 1 << 20));
   return [a] { return serve_llm(*a); };
 }
 

@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace cli {
@@ -87,6 +89,71 @@ nlohmann::json info_json(const edgellm::ModelInfo& i) {
           {"load_mode", edgellm::load_mode_name(i.load_mode)},
           {"metadata_only", i.metadata_only},
           {"load_ms", i.load_ms}};
+}
+
+namespace {
+
+edgellm::Result<std::string> read_text(const std::string& path, const char* what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    return edgellm::Status::NotFound(std::string(what) + " file not found: " + path);
+  }
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+void add_constraint_options(CLI::App* cmd, ConstraintArgs* c) {
+  auto* js = cmd->add_option("--json-schema", c->json_schema,
+                             "Constrain the output to this JSON Schema: a file, or the schema "
+                             "itself when it starts with '{' (--json adds the parsed \"json\")");
+  auto* gr = cmd->add_option("--grammar", c->grammar,
+                             "Constrain the output to this GBNF grammar file (start rule root)");
+  js->excludes(gr);
+}
+
+edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOptions* go) {
+  if (!c.json_schema.empty()) {
+    const size_t first = c.json_schema.find_first_not_of(" \t\r\n");
+    const bool inline_schema = first != std::string::npos &&
+                               (c.json_schema[first] == '{' || c.json_schema == "true");
+    if (inline_schema) {
+      go->json_schema = c.json_schema;
+    } else {
+      auto text = read_text(c.json_schema, "--json-schema");
+      if (!text.ok()) return text.status();
+      go->json_schema = std::move(text).value();
+      if (go->json_schema.empty()) {
+        return edgellm::Status::InvalidArgument("--json-schema file is empty: " + c.json_schema);
+      }
+    }
+  }
+  if (!c.grammar.empty()) {
+    auto text = read_text(c.grammar, "--grammar");
+    if (!text.ok()) return text.status();
+    go->grammar = std::move(text).value();
+  }
+  return edgellm::Status::Ok();
+}
+
+void add_json_result(const edgellm::Generation& g, nlohmann::json* out) {
+  if (g.json_state == edgellm::JsonState::kNone) return;
+  (*out)["json_state"] = edgellm::json_state_name(g.json_state);
+  if (g.json_state == edgellm::JsonState::kComplete) {
+    (*out)["json"] = nlohmann::json::parse(g.json, nullptr, /*allow_exceptions=*/false);
+  }
+}
+
+void warn_json_state(const edgellm::Generation& g) {
+  if (g.json_state == edgellm::JsonState::kIncomplete) {
+    std::fprintf(stderr, "edgellm: the JSON is incomplete (%s before the schema's end): raise "
+                 "--max-tokens\n", edgellm::finish_reason_name(g.finish_reason));
+  } else if (g.json_state == edgellm::JsonState::kInvalid) {
+    std::fprintf(stderr, "edgellm: a stop string ended the output before the schema's end: "
+                 "it is not the schema's JSON\n");
+  }
 }
 
 }  // namespace cli

@@ -49,4 +49,16 @@ std::string human_bytes(uint64_t bytes);
 void progress_line(const char* stage, float fraction, bool done = false);
 nlohmann::json info_json(const edgellm::ModelInfo& info);
 
+// --json-schema FILE|JSON and --grammar FILE (run, chat): the constraint's text into `go`.
+// A value that starts with `{` (or is `true`) is the schema itself, else a file to read.
+struct ConstraintArgs {
+  std::string json_schema, grammar;
+};
+void add_constraint_options(CLI::App* cmd, ConstraintArgs* c);
+edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOptions* go);
+// "json_state" and, when complete, "json" (the parsed value) for --json reports.
+void add_json_result(const edgellm::Generation& g, nlohmann::json* out);
+// Warns on stderr when a schema's output did not complete.
+void warn_json_state(const edgellm::Generation& g);
+
 }  // namespace cli

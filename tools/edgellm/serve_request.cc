@@ -25,7 +25,72 @@ const char* finish_name(edgellm::FinishReason r) {
   }
 }
 
+namespace {
+
+// response_format, json_schema and grammar into o->json_schema / o->grammar.
+bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err) {
+  const size_t max_bytes = o->grammar_limits.max_bytes;
+  auto schema_text = [&](const json& schema) {
+    if (!schema.is_object() && !schema.is_boolean()) {
+      *err = "the JSON schema must be an object";
+      return false;
+    }
+    o->json_schema = schema.dump();
+    return true;
+  };
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const json& rf = body["response_format"];
+    const std::string type =
+        rf.is_object() && rf.contains("type") && rf["type"].is_string() ? rf["type"].get<std::string>()
+                                                                        : "";
+    if (type == "json_object") {
+      // Any JSON object; a "schema" next to it (llama-server's extension) narrows it.
+      if (rf.contains("schema") && !schema_text(rf["schema"])) return false;
+      if (o->json_schema.empty()) o->json_schema = R"({"type":"object"})";
+    } else if (type == "json_schema") {
+      if (!rf.contains("json_schema") || !rf["json_schema"].is_object() ||
+          !rf["json_schema"].contains("schema")) {
+        *err = "response_format json_schema needs json_schema.schema (the JSON Schema)";
+        return false;
+      }
+      if (!schema_text(rf["json_schema"]["schema"])) return false;
+    } else if (type != "text") {
+      *err = "response_format.type must be text, json_object or json_schema";
+      return false;
+    }
+  }
+  if (body.contains("json_schema") && !body["json_schema"].is_null()) {
+    if (!o->json_schema.empty()) {
+      *err = "send response_format or json_schema, not both";
+      return false;
+    }
+    if (!schema_text(body["json_schema"])) return false;
+  }
+  if (body.contains("grammar") && !body["grammar"].is_null()) {
+    if (!body["grammar"].is_string()) {
+      *err = "grammar must be a string (GBNF)";
+      return false;
+    }
+    if (!o->json_schema.empty()) {
+      *err = "send a grammar or a JSON schema (response_format), not both";
+      return false;
+    }
+    o->grammar = body["grammar"].get<std::string>();
+  }
+  const size_t size = std::max(o->json_schema.size(), o->grammar.size());
+  if (size > max_bytes) {
+    *err = std::string(o->grammar.empty() ? "the JSON schema" : "the grammar") + " is " +
+           std::to_string(size) + " bytes, more than this server's limit of " +
+           std::to_string(max_bytes) + " (--max-schema-bytes)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
+  if (!read_format(body, o, err)) return false;
   try {
     if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
       o->max_tokens = body["max_tokens"].get<int32_t>();

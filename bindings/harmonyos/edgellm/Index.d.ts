@@ -91,6 +91,13 @@ export interface GenerateOptions {
   stop?: string[];
   /** Keep generating past end-of-generation tokens (benchmarks). Default false. */
   ignoreEos?: boolean;
+  /** Constrain the output to this JSON Schema (an object, or its JSON text), converted to a
+   * grammar by llama.cpp's converter: every token is one the schema allows, and the result
+   * carries the parsed value in `json` (jsonState "complete"). A bad schema rejects with
+   * ERR_INVALID_ARGUMENT naming the problem. Not with `grammar`. */
+  jsonSchema?: JsonSchema | string;
+  /** Constrain the output to this GBNF grammar (llama.cpp's dialect, start rule `root`). */
+  grammar?: string;
   /** Tokens per delivered batch. Default 4 (the seed: 3-5). */
   batchTokens?: number;
   /** A batch is also delivered when this many ms passed since the last one. Default 100. */
@@ -131,6 +138,9 @@ export interface GenerationStats {
   peakRssBytes: number;
   threads: number;
   ctx: number;
+  /** jsonSchema/grammar: ms to compile the grammar, and tokens whose first draw it rejected. */
+  grammarMs: number;
+  grammarResamples: number;
   /** Batches delivered to JS and their worker-to-JS latency. */
   batches: number;
   deliveryP50Us: number;
@@ -147,10 +157,27 @@ export interface GenerationStats {
   reloaded: boolean;
 }
 
-export interface GenerateResult {
+/** A JSON Schema (draft 2020-12 subset that llama.cpp's converter handles: type, properties,
+ * required, additionalProperties, items, prefixItems, minItems/maxItems, enum, const, anyOf,
+ * oneOf, allOf, $ref/$defs, minimum/maximum, minLength/maxLength, pattern, format...). */
+export interface JsonSchema {
+  [keyword: string]: unknown;
+}
+
+/** With jsonSchema: "complete" (the model ended the output where the schema ends: `json` holds
+ * it), "incomplete" (max tokens, a full context or a cancel came first: no `json`), "invalid"
+ * (a stop string ended it first). */
+export type JsonState = "complete" | "incomplete" | "invalid";
+
+/** T: the type the app expects the schema's JSON to have (generate<Intent>(...)). */
+export interface GenerateResult<T = unknown> {
   text: string;
   finishReason: FinishReason;
   stats: GenerationStats;
+  /** Only with jsonSchema. */
+  jsonState?: JsonState;
+  /** The parsed JSON, only when jsonState is "complete". */
+  json?: T;
 }
 
 /** A text stream: iterate it for batches; `result` settles with the whole generation. */
@@ -167,7 +194,7 @@ export class Model {
   readonly disposed: boolean;
   /** Generations on one model run one at a time, in call order: a call on a busy model is
    * queued, not rejected. */
-  generate(prompt: string, options?: GenerateOptions): Promise<GenerateResult>;
+  generate<T = unknown>(prompt: string, options?: GenerateOptions): Promise<GenerateResult<T>>;
   stream(prompt: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
   /** Frees the KV cache now (rebuilt on the next generate) to give memory back. */
   releaseKv(): Promise<void>;
@@ -266,7 +293,7 @@ export class Conversation {
   readonly restoreInfo?: RestoreInfo;
   /** Adds a user turn and generates the reply (added to the history, also when cancelled
    * with text). chat, systemPrompt, history and reusePrefix are the conversation's. */
-  send(text: string, options?: GenerateOptions): Promise<GenerateResult>;
+  send<T = unknown>(text: string, options?: GenerateOptions): Promise<GenerateResult<T>>;
   stream(text: string, options?: Omit<GenerateOptions, "onToken">): TextStream;
   /** Drops the last reply (if any) and answers the last user turn again. */
   regenerate(options?: GenerateOptions): Promise<GenerateResult>;

@@ -41,6 +41,23 @@ napi_value make_object(napi_env env) {
   napi_create_object(env, &v);
   return v;
 }
+napi_value parse_json(napi_env env, const std::string& text) {
+  napi_value global = nullptr, json = nullptr, parse = nullptr, result = nullptr;
+  napi_value arg = make_string(env, text);
+  if (napi_get_global(env, &global) != napi_ok ||
+      napi_get_named_property(env, global, "JSON", &json) != napi_ok ||
+      napi_get_named_property(env, json, "parse", &parse) != napi_ok ||
+      napi_call_function(env, json, parse, 1, &arg, &result) != napi_ok) {
+    bool pending = false;
+    if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+      napi_value ignored = nullptr;
+      napi_get_and_clear_last_exception(env, &ignored);
+    }
+    napi_get_undefined(env, &result);
+  }
+  return result;
+}
+
 void set(napi_env env, napi_value obj, const char* key, napi_value value) {
   napi_set_named_property(env, obj, key, value);
 }

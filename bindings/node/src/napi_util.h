@@ -39,6 +39,8 @@ napi_value make_string(napi_env env, const std::string& s);
 napi_value make_number(napi_env env, double v);
 napi_value make_bool(napi_env env, bool v);
 napi_value make_object(napi_env env);
+// JSON.parse(text) of this environment; undefined (and no pending exception) when it throws.
+napi_value parse_json(napi_env env, const std::string& text);
 void set(napi_env env, napi_value obj, const char* key, napi_value value);
 void set(napi_env env, napi_value obj, const char* key, const std::string& value);
 void set(napi_env env, napi_value obj, const char* key, const char* value);

@@ -287,7 +287,9 @@ bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
       !opt_int(env, o, "batchTokens", &go->stream_every_tokens) ||
       !opt_int(env, o, "batchMs", &go->stream_every_ms) ||
       !opt_bool(env, o, "ignoreEos", &go->ignore_eos) || !opt_number(env, o, "seed", &seed) ||
-      !opt_bool(env, o, "reusePrefix", &go->reuse_prefix)) {
+      !opt_bool(env, o, "reusePrefix", &go->reuse_prefix) ||
+      !opt_string(env, o, "grammar", &go->grammar) ||
+      !opt_string(env, o, "jsonSchema", &go->json_schema)) {
     return false;
   }
   // history: earlier turns for a stateless chat, whose prefix the session's cache keeps.
@@ -321,6 +323,10 @@ napi_value result_object(napi_env env, const Generation& g, double queued_ms,
   napi_value o = make_object(env);
   set(env, o, "text", g.text);
   set(env, o, "finishReason", finish_reason_name(g.finish_reason));
+  if (g.json_state != JsonState::kNone) {
+    set(env, o, "jsonState", json_state_name(g.json_state));
+    if (g.json_state == JsonState::kComplete) set(env, o, "json", parse_json(env, g.json));
+  }
   const Stats& s = g.stats;
   napi_value st = make_object(env);
   set(env, st, "nPrompt", static_cast<double>(s.n_prompt));
@@ -336,6 +342,8 @@ napi_value result_object(napi_env env, const Generation& g, double queued_ms,
   set(env, st, "peakRssBytes", static_cast<double>(s.peak_rss_bytes));
   set(env, st, "threads", static_cast<double>(s.n_threads));
   set(env, st, "ctx", static_cast<double>(s.n_ctx));
+  set(env, st, "grammarMs", s.grammar_ms);
+  set(env, st, "grammarResamples", static_cast<double>(s.grammar_resamples));
   set(env, st, "batches", static_cast<double>(dl.latency_us.size()));
   set(env, st, "deliveryP50Us", percentile(dl.latency_us, 0.50));
   set(env, st, "deliveryP99Us", percentile(dl.latency_us, 0.99));
