@@ -9,15 +9,16 @@ namespace edgellm {
 Status CheckOutputConstraint(const Model& model, const GenerateOptions& o) {
   engine::TokenSampler sampler(o, model.impl()->info.n_vocab);
   Stats st;
-  return engine::apply_constraint(model.impl()->vocab, o, &sampler, &st);
+  return engine::apply_constraint(model.impl(), o, &sampler, &st);
 }
 
 }  // namespace edgellm
 
 namespace edgellm::engine {
 
-Status apply_constraint(const llama_vocab* vocab, const GenerateOptions& o,
+Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
                         TokenSampler* sampler, Stats* st) {
+  const llama_vocab* vocab = model->vocab;
   if (o.grammar.empty() && o.json_schema.empty()) return Status::Ok();
   if (!o.grammar.empty() && !o.json_schema.empty()) {
     return Status::InvalidArgument("set a grammar or a JSON schema, not both");
@@ -29,6 +30,7 @@ Status apply_constraint(const llama_vocab* vocab, const GenerateOptions& o,
   }
   const auto t0 = std::chrono::steady_clock::now();
   GrammarSpec spec;
+  bool token_refs = false;
   if (!o.json_schema.empty()) {
     Result<std::string> gbnf = json_schema_to_gbnf(o.json_schema, lim);
     if (!gbnf.ok()) return gbnf.status();
@@ -36,14 +38,16 @@ Status apply_constraint(const llama_vocab* vocab, const GenerateOptions& o,
     // The converter writes the rules; the limits still bound what it made of the schema.
     GrammarLimits converted = lim;
     converted.max_bytes = lim.max_bytes * 16;
-    EDGELLM_RETURN_IF_ERROR(check_gbnf(vocab, spec.gbnf, converted, "the schema's grammar"));
+    EDGELLM_RETURN_IF_ERROR(
+        check_gbnf(vocab, spec.gbnf, converted, "the schema's grammar", &token_refs));
   } else {
     spec.gbnf = o.grammar;
-    EDGELLM_RETURN_IF_ERROR(check_gbnf(vocab, spec.gbnf, lim, "the grammar"));
+    EDGELLM_RETURN_IF_ERROR(check_gbnf(vocab, spec.gbnf, lim, "the grammar", &token_refs));
   }
   Result<SamplerPtr> grammar = make_grammar_sampler(vocab, spec);
   if (!grammar.ok()) return grammar.status();
-  sampler->SetGrammar(std::move(grammar).value());
+  // A grammar that matches token ids is not decided by a token's first byte.
+  sampler->SetGrammar(std::move(grammar).value(), token_refs ? nullptr : &model->vocab_index());
   st->grammar_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();

@@ -4,6 +4,7 @@
 
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
+#include "engine/model_impl.h"
 #include "engine/sampler.h"
 
 namespace edgellm::engine {
@@ -11,7 +12,7 @@ namespace edgellm::engine {
 // Compiles o.grammar or o.json_schema (checked against o.grammar_limits) and hands the grammar
 // to `sampler`; nothing to do when neither is set. Fills st->grammar_ms. kInvalidArgument
 // naming the problem, before any decode.
-Status apply_constraint(const llama_vocab* vocab, const GenerateOptions& o,
+Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
                         TokenSampler* sampler, Stats* st);
 
 // With o.json_schema: reads gen->text into gen->json_state and gen->json. Complete only when

@@ -102,7 +102,7 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.n_batch = options.n_batch;
   EDGELLM_RETURN_IF_ERROR(FitPrompt(&toks, o, &st));
   engine::TokenSampler sampler(o, model->info.n_vocab);
-  EDGELLM_RETURN_IF_ERROR(engine::apply_constraint(model->vocab, o, &sampler, &st));
+  EDGELLM_RETURN_IF_ERROR(engine::apply_constraint(model, o, &sampler, &st));
 
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
   if (o.reuse_prefix) {

@@ -81,9 +81,10 @@ struct GrammarSpec {
 };
 // Checks a GBNF grammar with llama.cpp's parser before it is used: kInvalidArgument naming
 // what is wrong (parse error, undefined rule, no root, a root that can never end, a limit),
-// `what` naming the grammar in the message ("the grammar").
+// `what` naming the grammar in the message ("the grammar"). `token_refs` (may be null): set
+// when the grammar matches token ids (`<[id]>`, `<think>`), not only text.
 Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const GrammarLimits& limits,
-                  const char* what);
+                  const char* what, bool* token_refs = nullptr);
 // A JSON schema (JSON text) as GBNF, converted by llama.cpp common's json-schema-to-grammar.
 // kInvalidArgument: not JSON, not a schema, a limit, or what the converter cannot express.
 Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits);

@@ -232,7 +232,7 @@ Status check_keywords(const common_json& schema, const std::string& at) {
 }  // namespace
 
 Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const GrammarLimits& limits,
-                  const char* what) {
+                  const char* what, bool* token_refs) {
   const std::string name(what);
   if (gbnf.size() > limits.max_bytes) {
     return Status::InvalidArgument(name + " is " + std::to_string(gbnf.size()) +
@@ -264,9 +264,13 @@ Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const Gramm
     return Status::InvalidArgument(name + " uses rule `" + rule_name(parser, id) +
                                    "` but never defines it");
   };
+  if (token_refs) *token_refs = false;
   for (size_t r = 0; r < parser.rules.size(); ++r) {
     if (parser.rules[r].empty()) return undefined(static_cast<uint32_t>(r));
     for (const llama_grammar_element& e : parser.rules[r]) {
+      if (token_refs && (e.type == LLAMA_GRETYPE_TOKEN || e.type == LLAMA_GRETYPE_TOKEN_NOT)) {
+        *token_refs = true;
+      }
       if (e.type == LLAMA_GRETYPE_RULE_REF &&
           (e.value >= parser.rules.size() || parser.rules[e.value].empty())) {
         return undefined(e.value);

@@ -145,6 +145,36 @@ Result<const engine::ChatTemplates*> Model::Impl::chat_templates() const {
   return static_cast<const engine::ChatTemplates*>(templates_.get());
 }
 
+const Model::Impl::VocabIndex& Model::Impl::vocab_index() const {
+  std::call_once(vocab_index_once_, [this] {
+    VocabIndex& x = vocab_index_;
+    x.one_byte.fill(-1);
+    const int32_t n = llama_vocab_n_tokens(vocab);
+    std::vector<int16_t> first(static_cast<size_t>(n), 256);
+    char buf[256];
+    for (int32_t t = 0; t < n; ++t) {
+      if (llama_vocab_is_eog(vocab, t)) continue;
+      // special=true: the text the grammar matches a token by.
+      const int32_t len = llama_token_to_piece(vocab, t, buf, sizeof(buf), 0, /*special=*/true);
+      if (len == 0 || (len > 0 && buf[0] == '\0')) continue;
+      const uint8_t b = static_cast<uint8_t>(len > 0 ? buf[0] : 0);
+      if (len < 0) {  // longer than buf: its first byte still decides
+        std::string big(static_cast<size_t>(-len), '\0');
+        llama_token_to_piece(vocab, t, big.data(), -len, 0, true);
+        first[t] = static_cast<uint8_t>(big[0]);
+        continue;
+      }
+      first[t] = b;
+      if (len == 1 && x.one_byte[b] < 0) x.one_byte[b] = t;
+    }
+    for (int32_t t = 0; t < n; ++t) {
+      const int16_t b = first[t];
+      x.by_byte[b < 256 && x.one_byte[b] >= 0 ? b : 256].push_back(t);
+    }
+  });
+  return vocab_index_;
+}
+
 Result<std::string> Model::Impl::identity() const {
   std::call_once(identity_once_, [this] {
     const GgufCheckResult check = check_gguf_file(info.path);

@@ -1,6 +1,7 @@
 // Internals of Model shared with Session (engine-private).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,12 +25,24 @@ struct Model::Impl {
 
   // The model's chat templates, parsed on first use (thread-safe).
   Result<const engine::ChatTemplates*> chat_templates() const;
+  // The vocabulary grouped by the first byte of each token's text (as the grammar sees it),
+  // for constrained sampling (sampler.cc): a grammar that rejects byte b as the next byte
+  // rejects every token whose text starts with it. by_byte[b]: those tokens; by_byte[256]:
+  // end-of-generation tokens, tokens without text, and every token of a byte without a
+  // one-byte token (never filtered); one_byte[b]: a token whose text is exactly b, or -1.
+  // Built on first use (thread-safe).
+  struct VocabIndex {
+    std::array<std::vector<llama_token>, 257> by_byte;
+    std::array<llama_token, 256> one_byte;
+  };
+  const VocabIndex& vocab_index() const;
   // sha256 (hex) of the GGUF's header and tensor table: which weights these are, for files
   // that store state computed from them. Read on first use (thread-safe).
   Result<std::string> identity() const;
 
  private:
-  mutable std::once_flag templates_once_, identity_once_;
+  mutable std::once_flag templates_once_, identity_once_, vocab_index_once_;
+  mutable VocabIndex vocab_index_;
   mutable engine::ChatTemplatesPtr templates_;
   mutable Status templates_status_, identity_status_;
   mutable std::string identity_;

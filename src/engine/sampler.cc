@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -45,9 +46,39 @@ TokenSampler::TokenSampler(const GenerateOptions& o, int32_t n_vocab) : n_vocab_
   }
 }
 
+void TokenSampler::Candidates(const float* logits) {
+  cur_.clear();
+  if (!index_) {
+    cur_.resize(static_cast<size_t>(n_vocab_));
+    for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+    return;
+  }
+  // Which first bytes the grammar allows now: one check of each one-byte token.
+  std::array<llama_token_data, 256> probe;
+  std::array<uint8_t, 256> byte_of;
+  size_t n_probe = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (index_->one_byte[b] < 0) continue;
+    byte_of[n_probe] = static_cast<uint8_t>(b);
+    probe[n_probe++] = {index_->one_byte[b], 0.0f, 0.0f};
+  }
+  llama_token_data_array arr = {probe.data(), n_probe, -1, false};
+  llama_sampler_apply(grammar_.get(), &arr);
+  std::array<bool, 257> keep{};
+  keep[256] = true;
+  for (size_t i = 0; i < n_probe; ++i) {
+    if (std::isfinite(probe[i].logit)) {
+      keep[byte_of[i]] = true;
+    }
+  }
+  for (int b = 0; b < 257; ++b) {
+    if (!keep[b]) continue;
+    for (llama_token t : index_->by_byte[b]) cur_.push_back({t, logits[t], 0.0f});
+  }
+}
+
 llama_token TokenSampler::DrawNarrowed(const float* logits) {
-  cur_.resize(static_cast<size_t>(n_vocab_));
-  for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  Candidates(logits);
   allowed_.clear();
   const auto higher = [](const llama_token_data& a, const llama_token_data& b) {
     return a.logit > b.logit;
@@ -94,8 +125,12 @@ llama_token TokenSampler::DrawNarrowed(const float* logits) {
 }
 
 llama_token TokenSampler::Draw(const float* logits, bool with_grammar) {
-  cur_.resize(static_cast<size_t>(n_vocab_));
-  for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  if (with_grammar) {
+    Candidates(logits);
+  } else {
+    cur_.resize(static_cast<size_t>(n_vocab_));
+    for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  }
   llama_token_data_array arr = {cur_.data(), cur_.size(), -1, false};
   if (with_grammar) {
     llama_sampler_apply(grammar_.get(), &arr);

@@ -6,6 +6,7 @@
 
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
+#include "engine/model_impl.h"
 
 namespace edgellm::engine {
 
@@ -25,7 +26,8 @@ Status validate_sampling(const GenerateOptions& o);
 // rejected, greedy and top-k sampling (without a repetition penalty) check the vocabulary in
 // descending logit order, a chunk at a time, until they hold the top_k highest allowed tokens
 // (1 for greedy): the same set a fully masked vocabulary would give top-k, so the same draw,
-// usually after a few hundred checks. With min-p on, the search also stops at tokens whose
+// usually after a few hundred checks; tokens whose first byte the grammar rejects (one check of
+// each one-byte token tells) are skipped without a check. With min-p on, the search also stops at tokens whose
 // logit is below the best allowed one's + log(min_p), which min-p would drop (top-p then
 // normalizes over the tokens kept: its cutoff may differ a little from a fully masked
 // vocabulary's). Otherwise every token is checked.
@@ -34,8 +36,13 @@ Status validate_sampling(const GenerateOptions& o);
 class TokenSampler {
  public:
   TokenSampler(const GenerateOptions& o, int32_t n_vocab);
-  // Constrains every later token by `grammar` (a grammar sampler).
-  void SetGrammar(SamplerPtr grammar) { grammar_ = std::move(grammar); }
+  // Constrains every later token by `grammar` (a grammar sampler). `index` (may be null: every
+  // token is a candidate) lets a rejected draw skip the tokens whose first byte the grammar
+  // rejects.
+  void SetGrammar(SamplerPtr grammar, const Model::Impl::VocabIndex* index) {
+    grammar_ = std::move(grammar);
+    index_ = index;
+  }
   bool constrained() const { return grammar_ != nullptr; }
   // The next token from the logits of the last decoded position of `ctx`. With a grammar:
   // kInvalidArgument when the grammar allows no token of the vocabulary here.
@@ -46,10 +53,13 @@ class TokenSampler {
  private:
   llama_token Draw(const float* logits, bool with_grammar);
   llama_token DrawNarrowed(const float* logits);
+  // cur_ = the tokens a rejected draw considers (all, or those of first bytes allowed).
+  void Candidates(const float* logits);
 
   int32_t n_vocab_;
   SamplerPtr chain_;    // null on the greedy fast path
   SamplerPtr grammar_;  // null without a grammar
+  const Model::Impl::VocabIndex* index_ = nullptr;
   std::vector<llama_token_data> cur_, allowed_;
   size_t narrow_k_ = 0;  // 0: a rejected draw checks the whole vocabulary
   float min_p_floor_ = 0;  // log(min_p) when min-p is on (< 0), else 0

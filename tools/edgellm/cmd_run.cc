@@ -49,7 +49,9 @@ nlohmann::json result_json(const edgellm::Generation& g) {
           {"prompt_truncated", s.prompt_truncated},
           {"thread_changes", s.thread_changes},
           {"min_threads", s.min_threads},
-          {"paused_ms", s.paused_ms}};
+          {"paused_ms", s.paused_ms},
+          {"grammar_ms", s.grammar_ms},
+          {"grammar_resamples", s.grammar_resamples}};
 }
 
 int run(RunArgs& a) {
