@@ -70,6 +70,40 @@ function nativeGenerateOptions(o) {
   if (o.jsonSchema !== undefined && o.jsonSchema !== null) {
     out.jsonSchema = typeof o.jsonSchema === 'string' ? o.jsonSchema : JSON.stringify(o.jsonSchema);
   }
+  if (o.tools !== undefined) out.tools = nativeTools(o.tools);
+  if (o.toolChoice !== undefined) {
+    out.toolChoice = typeof o.toolChoice === 'string' ? o.toolChoice : o.toolChoice?.name;
+  }
+  if (o.parallelToolCalls !== undefined) out.parallelToolCalls = o.parallelToolCalls;
+  if (o.reasoning !== undefined) out.reasoning = o.reasoning;
+  if (Array.isArray(o.history)) out.history = o.history.map(nativeMessage);
+  return out;
+}
+
+// Tools as {name, description, parameters} or OpenAI's {type: 'function', function: {...}};
+// the addon takes the parameters' schema as JSON text.
+function nativeTools(tools) {
+  if (!Array.isArray(tools)) throw new TypeError('tools must be an array');
+  return tools.map((t) => {
+    const f = t && t.type === 'function' && t.function ? t.function : t;
+    if (!f || typeof f.name !== 'string') throw new TypeError('each tool needs a string name');
+    const p = f.parameters ?? { type: 'object', properties: {} };
+    return { name: f.name, description: f.description ?? '',
+             parameters: typeof p === 'string' ? p : JSON.stringify(p) };
+  });
+}
+
+// A history message with its tool fields: toolCalls' arguments as JSON text, content null
+// (an assistant that only called tools) as ''.
+function nativeMessage(m) {
+  if (!m || typeof m !== 'object') return m;
+  const out = { ...m, content: m.content ?? '' };
+  if (Array.isArray(m.toolCalls)) {
+    out.toolCalls = m.toolCalls.map((c) => ({
+      id: c.id ?? '', name: c.name,
+      arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments ?? c.args ?? {}),
+    }));
+  }
   return out;
 }
 
@@ -312,11 +346,12 @@ class Model {
     const req = this.#queue.shift();
     const started = performance.now();
     this.#running = req;
-    const { onToken } = req.options;
-    const onBatch = onToken ? (text, info) => {
+    const { onToken, onReasoning } = req.options;
+    const onBatch = onToken || onReasoning ? (text, info) => {
       if (req.settled || this.#disposed) return;  // nothing after settle or dispose
       try {
-        onToken(text, info);
+        if (info.reasoning) onReasoning?.(text, info);
+        else onToken?.(text, info);
       } catch (err) {
         req.error = err;
         this.#native.cancel();

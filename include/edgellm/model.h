@@ -85,6 +85,9 @@ class Model {
   Result<std::vector<int32_t>> Tokenize(std::string_view text, bool add_special) const;
   // The raw bytes of one token (may be part of a UTF-8 character).
   std::string TokenBytes(int32_t token) const;
+  // Whether the model's chat template writes <think> reasoning (DeepSeek-R1 distills): chat
+  // replies then carry it apart from the answer (GenerateOptions::reasoning).
+  bool Reasons() const;
 
   struct Impl;
   Impl* impl() const { return impl_.get(); }

@@ -46,6 +46,7 @@ enum class FinishReason {
   kLength,       // max_tokens reached
   kCancelled,    // Cancel() or a sink/progress callback returned false
   kContextFull,  // the context has no room for another token
+  kToolCalls,    // the model called tools (GenerateOptions::tools): Generation::tool_calls
 };
 const char* finish_reason_name(FinishReason reason);
 
@@ -54,9 +55,35 @@ const char* finish_reason_name(FinishReason reason);
 // Return false to cancel the generation.
 using TextSink = std::function<bool(std::string_view piece)>;
 
+// A tool call the model made: `arguments` is JSON text (an object).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+// A tool the model may call, as OpenAI's `tools` describe one: `parameters` is a JSON Schema
+// (JSON text) of its arguments object.
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  std::string parameters = R"({"type":"object","properties":{}})";
+};
+
 struct ChatMessage {
-  std::string role;
+  std::string role;     // "system", "user", "assistant" or "tool"
   std::string content;
+  std::string reasoning;              // assistant: its reasoning (templates drop earlier ones)
+  std::vector<ToolCall> tool_calls;   // assistant: the calls it made
+  std::string tool_call_id;           // tool: the call this message answers
+  std::string name;                   // tool: the tool's name
+};
+
+// What becomes of a reasoning model's thinking (DeepSeek-R1's <think>...</think>).
+enum class Reasoning {
+  kSeparate,  // apart from the answer: Generation::reasoning, GenerateOptions::reasoning_sink
+  kHide,      // dropped: neither streamed nor returned
+  kInline,    // left in the text as the model wrote it
 };
 
 // Bounds on a grammar or JSON schema, checked before anything is compiled: a request from an
@@ -120,6 +147,21 @@ struct GenerateOptions {
   std::string grammar;
   std::string json_schema;
   GrammarLimits grammar_limits;
+  // Tool calls (with chat): the tools the model may call, rendered by the model's own chat
+  // template (Qwen2.5's <tool_call> format, ...; a template without a tool format gets
+  // llama.cpp's generic JSON format, and the log says so). tool_choice: "auto" (default: the
+  // model decides; the grammar applies from the model's tool-call opening on), "required"
+  // (a call from the first token), "none", or a tool's name (a call to that one). Calls come
+  // back in Generation::tool_calls with finish reason kToolCalls, their arguments following the
+  // tool's schema; the text then holds what the model wrote besides them. Not with grammar or
+  // json_schema. Default none.
+  std::vector<ToolSpec> tools;
+  std::string tool_choice = "auto";
+  bool parallel_tool_calls = false;
+  // Reasoning models, with chat: kSeparate (default) streams the thinking to reasoning_sink
+  // (may be empty) and returns it in Generation::reasoning, the sink and text get the answer.
+  Reasoning reasoning = Reasoning::kSeparate;
+  TextSink reasoning_sink;
   // Keep the longest token prefix that this session's KV cache already holds from its last
   // call (compared token by token) and prefill only the rest: a chat that sends its whole
   // history every turn pays only for the new turn. The output is the same as from an empty
@@ -179,6 +221,10 @@ struct Generation {
   // (finish reason kLength, kContextFull or kCancelled): `json` is empty, never a half object.
   JsonState json_state = JsonState::kNone;
   std::string json;
+  // With chat on a reasoning model (Reasoning::kSeparate): its thinking, apart from `text`.
+  std::string reasoning;
+  // With tools: the calls the model made (finish reason kToolCalls).
+  std::vector<ToolCall> tool_calls;
 };
 
 // Compiles o.grammar / o.json_schema for `model` as Generate() would, and drops the result:

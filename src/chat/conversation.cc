@@ -1,5 +1,6 @@
 // Conversation: history, rendering, context overflow and replies over a Session's KV reuse.
 #include <algorithm>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_impl.h"
@@ -113,6 +114,11 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
     return Status::FailedPrecondition("the conversation has no user turn to answer: Send() one");
   }
   Own();
+  if (!o.tools.empty()) {
+    return Status::InvalidArgument(
+        "tools are not supported on a Conversation yet: pass them to Session::Generate (or "
+        "model.generate) with the conversation's messages as history");
+  }
   GenerateOptions go = o;
   go.chat = false;
   go.system_prompt.clear();
@@ -159,13 +165,31 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
     if (moved.ok() && *moved) current -= end;
     return moved;
   };
-  Result<Generation> r = session->Run(std::move(toks).value(), go, sink, make_room, t0);
+  // A reasoning model's reply goes through its format's parser (thinking apart from the
+  // answer); the history keeps the answer, and the template decides whether earlier thinking
+  // is shown again (DeepSeek-R1's drops it).
+  std::optional<engine::ChatRender> render;
+  if (wants_reply_parser(session->model, o)) {
+    std::vector<ChatMessage> msgs;
+    if (!options.system_prompt.empty()) msgs.push_back({"system", options.system_prompt});
+    msgs.insert(msgs.end(), messages.begin(), messages.end());
+    GenerateOptions ro = o;
+    ro.tools.clear();
+    Result<engine::ChatRender> rendered = engine::render_chat(*templates, session->model->model,
+                                                              msgs, ro);
+    if (!rendered.ok()) return rendered.status();
+    render = std::move(rendered).value();
+  }
+  Result<Generation> r = session->Run(std::move(toks).value(), go, sink, make_room, t0,
+                                      render ? &*render : nullptr);
   if (!r.ok()) return r;
   r->stats.turns_dropped = dropped.turns_dropped;
   r->stats.tokens_dropped = dropped.tokens_dropped;
   if (!r->text.empty() || r->finish_reason == FinishReason::kStop ||
       r->finish_reason == FinishReason::kLength) {
-    messages.push_back({"assistant", r->text});
+    ChatMessage reply{"assistant", r->text};
+    reply.reasoning = r->reasoning;
+    messages.push_back(std::move(reply));
   }
   return r;
 }

@@ -1,5 +1,6 @@
 #include "engine/constraint.h"
 
+#include <cctype>
 #include <chrono>
 
 #include "engine/model_impl.h"
@@ -49,6 +50,47 @@ Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
   // A grammar that matches token ids is not decided by a token's first byte.
   sampler->SetGrammar(std::move(grammar).value(), token_refs ? nullptr : &model->vocab_index());
   st->grammar_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render,
+                          TokenSampler* sampler, Stats* st) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // The format's own grammar: trusted, but checked like any (a broken one is an error, not
+  // an abort) with bounds far above what a tool list makes.
+  GrammarLimits lim;
+  lim.max_bytes = size_t{16} << 20;
+  lim.max_depth = 1 << 20;
+  lim.max_rules = 1 << 20;
+  bool token_refs = false;
+  EDGELLM_RETURN_IF_ERROR(
+      check_gbnf(model->vocab, render.grammar.gbnf, lim, "the tool-call grammar", &token_refs));
+  Result<SamplerPtr> grammar = make_grammar_sampler(model->vocab, render.grammar);
+  if (!grammar.ok()) return grammar.status();
+  if (!render.grammar.lazy && !render.generation_prompt.empty()) {
+    // The grammar matches from the generation prompt on (llama.cpp's common sampler feeds it
+    // the same way): advance it past the tokens the template already wrote.
+    Result<std::vector<int32_t>> toks =
+        tokenize(model->vocab, render.generation_prompt, /*add_special=*/false,
+                 /*parse_special=*/true);
+    if (!toks.ok()) return toks.status();
+    for (size_t i = 0; i < toks->size(); ++i) {
+      const llama_token t = (*toks)[i];
+      const std::string piece = token_bytes(model->vocab, t);
+      if (i == 0 && !piece.empty() && std::isspace(static_cast<unsigned char>(piece[0])) &&
+          !std::isspace(static_cast<unsigned char>(render.generation_prompt[0]))) {
+        continue;  // a tokenizer's space before a leading special token
+      }
+      if (llama_vocab_is_eog(model->vocab, t) || !grammar_allows(grammar->get(), t)) {
+        return Status::Internal("the tool-call grammar does not start with the template's "
+                                "generation prompt");
+      }
+      EDGELLM_RETURN_IF_ERROR(grammar_accept(grammar->get(), t));
+    }
+  }
+  sampler->SetGrammar(std::move(grammar).value(), token_refs ? nullptr : &model->vocab_index());
+  st->grammar_ms +=
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
 }

@@ -4,6 +4,7 @@
 
 #include "edgellm/session.h"
 #include "engine/llama_glue.h"
+#include "engine/llama_glue_chat.h"
 #include "engine/model_impl.h"
 #include "engine/sampler.h"
 
@@ -14,6 +15,12 @@ namespace edgellm::engine {
 // naming the problem, before any decode.
 Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
                         TokenSampler* sampler, Stats* st);
+
+// The tool-call grammar of a chat turn (render.grammar) into `sampler`: lazy with the
+// format's triggers, or from the first token (advanced past the generation prompt the
+// template already wrote). Adds to st->grammar_ms.
+Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render,
+                          TokenSampler* sampler, Stats* st);
 
 // With o.json_schema: reads gen->text into gen->json_state and gen->json. Complete only when
 // the model ended the output itself (the grammar allows the end only where the schema ends);

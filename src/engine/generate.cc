@@ -2,12 +2,14 @@
 // TokenGenerator (sample -> stream -> decode), then the stats.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/sys.h"
 #include "engine/constraint.h"
 #include "engine/decode_control.h"
+#include "engine/reply_stream.h"
 #include "engine/llama_glue.h"
 #include "engine/sampler.h"
 #include "engine/session_impl.h"
@@ -64,8 +66,23 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
                                            const TextSink& sink) {
   const auto t_start = Clock::now();
   cancel.store(false);
-  if (prompt.empty()) {
+  const bool after_tool = prompt.empty() && o.chat && !o.history.empty() &&
+                          o.history.back().role == "tool";
+  if (prompt.empty() && !after_tool) {
     return Status::InvalidArgument("prompt is empty: pass the text to continue or answer");
+  }
+  if (!o.tools.empty() && !o.chat) {
+    return Status::InvalidArgument("tools need chat mode: set chat (the model's template "
+                                   "renders the tools)");
+  }
+  if (o.chat && (!o.tools.empty() || after_tool || wants_reply_parser(model, o))) {
+    Result<engine::ChatRender> render = RenderChat(prompt, o);
+    if (!render.ok()) return render.status();
+    Result<std::vector<int32_t>> tokenized =
+        tokenize(model->vocab, render->prompt, /*add_special=*/true, /*parse_special=*/true);
+    if (!tokenized.ok()) return tokenized.status();
+    return Run(std::vector<llama_token>(tokenized->begin(), tokenized->end()), o, sink, {},
+               t_start, &*render);
   }
   Result<std::vector<llama_token>> tokens = PromptTokens(prompt, o);
   if (!tokens.ok()) return tokens.status();
@@ -89,7 +106,8 @@ int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
 
 Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const GenerateOptions& o,
                                       const TextSink& sink, const MakeRoom& make_room,
-                                      Clock::time_point t_start) {
+                                      Clock::time_point t_start,
+                                      const engine::ChatRender* render) {
   cancel.store(false);
   EDGELLM_RETURN_IF_ERROR(engine::validate_sampling(o));
   if (toks.empty()) return Status::InvalidArgument("prompt produced no tokens");
@@ -103,6 +121,13 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   EDGELLM_RETURN_IF_ERROR(FitPrompt(&toks, o, &st));
   engine::TokenSampler sampler(o, model->info.n_vocab);
   EDGELLM_RETURN_IF_ERROR(engine::apply_constraint(model, o, &sampler, &st));
+  if (render && !render->grammar.gbnf.empty()) {
+    if (sampler.constrained()) {
+      return Status::InvalidArgument("tools cannot be combined with a grammar or a JSON schema "
+                                     "(the tool calls have their own grammar)");
+    }
+    EDGELLM_RETURN_IF_ERROR(engine::apply_tool_grammar(model, *render, &sampler, &st));
+  }
 
   EDGELLM_RETURN_IF_ERROR(EnsureContext());
   if (o.reuse_prefix) {
@@ -121,9 +146,24 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.prefill_ms = ms_since(t_prefill);
   if (st.prefill_ms > 0) st.prefill_tps = st.n_prompt * 1000.0 / st.prefill_ms;
 
-  TextStreamer streamer(sink, o.stop, o.stream_every_tokens, o.stream_every_ms);
+  // A chat turn with tools or reasoning: the raw text goes through the format's parser, the
+  // answer to the sink.
+  std::optional<engine::ReplyStream> reply;
+  std::vector<std::string> stops = o.stop;
+  if (render) stops.insert(stops.end(), render->stops.begin(), render->stops.end());
+  if (render && render->parse) reply.emplace(*render->parser, o, sink);
+  TextStreamer streamer(reply ? reply->raw_sink() : sink, std::move(stops), o.stream_every_tokens,
+                        o.stream_every_ms);
+  // The format's special tokens (<tool_call>, </think>) reach the parser as text.
+  std::vector<llama_token> shown;
+  if (render) {
+    for (const std::string& s : render->preserved_tokens) {
+      Result<std::vector<int32_t>> t = tokenize(model->vocab, s, false, /*parse_special=*/true);
+      if (t.ok() && t->size() == 1) shown.push_back((*t)[0]);
+    }
+  }
   if (*reason == FinishReason::kNone) {
-    engine::TokenGenerator generator(model->vocab, control, sampler, streamer);
+    engine::TokenGenerator generator(model->vocab, control, sampler, streamer, &shown);
     reason = generator.Run(options.n_ctx, o, t_start, &st, make_room);
     if (!reason.ok()) return reason.status();
   }
@@ -134,6 +174,9 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.peak_rss_bytes = peak_rss_bytes();
   gen.text = streamer.text();
   gen.finish_reason = finish;
+  if (reply && !reply->Finish(&gen) && gen.finish_reason == FinishReason::kStop) {
+    gen.finish_reason = FinishReason::kCancelled;
+  }
   st.grammar_resamples = sampler.resamples();
   engine::finish_json(o, streamer.stop_matched(), &gen);
   return gen;

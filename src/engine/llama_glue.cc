@@ -1,6 +1,6 @@
 #include "engine/llama_glue.h"
 
-#include "chat.h"  // llama.cpp common: Jinja chat templates
+#include "engine/llama_glue_common.h"  // llama.cpp common: Jinja chat templates
 
 #include <algorithm>
 #include <atomic>
@@ -215,11 +215,6 @@ Status grammar_accept(llama_sampler* grammar, llama_token tok) {
   return Status::Ok();
 }
 
-class ChatTemplates {
- public:
-  common_chat_templates_ptr t;
-};
-
 void ChatTemplatesFree::operator()(ChatTemplates* t) const { delete t; }
 
 Result<ChatTemplatesPtr> load_chat_templates(const llama_model* model) {
@@ -232,6 +227,10 @@ Result<ChatTemplatesPtr> load_chat_templates(const llama_model* model) {
     return Status::InvalidArgument(std::string("the model's chat template does not parse (") +
                                    e.what() + "): use plain-prompt mode or another model file");
   }
+}
+
+bool chat_template_thinks(const ChatTemplates& t) {
+  return common_chat_templates_source(t.t.get()).find("<think>") != std::string::npos;
 }
 
 bool chat_template_explicit(const ChatTemplates& t) {

@@ -108,6 +108,8 @@ struct ChatTemplatesFree {
 using ChatTemplatesPtr = std::unique_ptr<ChatTemplates, ChatTemplatesFree>;
 // kInvalidArgument when the model's template does not parse.
 Result<ChatTemplatesPtr> load_chat_templates(const llama_model* model);
+// Whether the template writes or strips <think> reasoning (a reasoning model's).
+bool chat_template_thinks(const ChatTemplates& t);
 // Whether the model carries a template of its own (false: the ChatML fallback).
 bool chat_template_explicit(const ChatTemplates& t);
 // Renders `messages`, ending with the assistant's turn opened when `add_assistant`. Never

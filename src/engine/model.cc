@@ -288,12 +288,12 @@ Result<std::vector<int32_t>> tokenize(const llama_vocab* vocab, std::string_view
   return std::vector<int32_t>(tokens.begin(), tokens.end());
 }
 
-std::string token_bytes(const llama_vocab* vocab, int32_t token) {
+std::string token_bytes(const llama_vocab* vocab, int32_t token, bool special) {
   char buf[128];
-  int32_t n = llama_token_to_piece(vocab, token, buf, sizeof(buf), 0, /*special=*/false);
+  int32_t n = llama_token_to_piece(vocab, token, buf, sizeof(buf), 0, special);
   if (n >= 0) return std::string(buf, static_cast<size_t>(n));
   std::string big(static_cast<size_t>(-n), '\0');
-  n = llama_token_to_piece(vocab, token, big.data(), static_cast<int32_t>(big.size()), 0, false);
+  n = llama_token_to_piece(vocab, token, big.data(), static_cast<int32_t>(big.size()), 0, special);
   return n < 0 ? std::string() : big.substr(0, static_cast<size_t>(n));
 }
 

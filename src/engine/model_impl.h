@@ -54,6 +54,7 @@ Status precheck_gguf(const std::string& path, uint64_t* file_bytes);
 
 Result<std::vector<int32_t>> tokenize(const llama_vocab* vocab, std::string_view text,
                                       bool add_special, bool parse_special);
-std::string token_bytes(const llama_vocab* vocab, int32_t token);
+// A token's bytes; special: a special token's text too (else it prints nothing).
+std::string token_bytes(const llama_vocab* vocab, int32_t token, bool special = false);
 
 }  // namespace edgellm

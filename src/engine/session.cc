@@ -57,6 +57,7 @@ const char* finish_reason_name(FinishReason reason) {
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
     case FinishReason::kContextFull: return "context_full";
+    case FinishReason::kToolCalls: return "tool_calls";
   }
   return "unknown";
 }

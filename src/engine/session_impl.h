@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgellm/session.h"
+#include "engine/llama_glue_chat.h"
 #include "engine/lora_impl.h"
 #include "engine/model_impl.h"
 #include "llama.h"
@@ -17,6 +18,7 @@ namespace edgellm {
 
 namespace engine {
 class DecodeControl;
+struct ChatRender;
 }
 
 // Whoever's tokens a session's KV cache holds (a conversation). Told before another user
@@ -61,14 +63,20 @@ struct Session::Impl {
   // model's special tokens. kInvalidArgument when nothing is left.
   Result<std::vector<llama_token>> PromptTokens(std::string_view prompt,
                                                 const GenerateOptions& o) const;
+  // A chat turn with tools or reasoning rendered by llama.cpp common's chat library: the
+  // system prompt, o.history and `user` (none when the history ends with a tool result).
+  Result<engine::ChatRender> RenderChat(std::string_view user, const GenerateOptions& o) const;
   // A prompt longer than the context: kInvalidArgument, or cut per o.truncate_prompt.
   Status FitPrompt(std::vector<llama_token>* toks, const GenerateOptions& o, Stats* st) const;
 
   // Prefills `tokens` (the whole prompt: earlier turns included) and generates the reply.
   // With o.reuse_prefix the longest prefix already cached is kept (Stats::n_cached) and only
   // the rest is decoded; without it the cache starts empty. `make_room` may be empty.
+  // `render` (may be null): a chat turn with tools or reasoning (its grammar, stop strings and
+  // the parser that splits the reply).
   Result<Generation> Run(std::vector<llama_token> tokens, const GenerateOptions& o,
-                         const TextSink& sink, const MakeRoom& make_room, Clock::time_point t0);
+                         const TextSink& sink, const MakeRoom& make_room, Clock::time_point t0,
+                         const engine::ChatRender* render = nullptr);
   // Decodes `tokens` into the cache after the longest cached prefix (no reply): a system
   // prompt prepared ahead of the first question. Stats: n_cached, n_prompt, prefill_ms.
   Result<Stats> Prefill(const std::vector<llama_token>& tokens);
@@ -83,6 +91,10 @@ struct Session::Impl {
   // Makes `next` the cache's owner, telling the previous one first.
   void TakeCache(CacheOwner* next);
 };
+
+// Whether a chat reply of `model` needs the format's parser without tools: a reasoning model
+// whose thinking is separated or hidden.
+bool wants_reply_parser(const Model::Impl* model, const GenerateOptions& o);
 
 Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
                                 std::string_view system,

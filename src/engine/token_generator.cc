@@ -1,5 +1,6 @@
 #include "engine/token_generator.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "engine/model_impl.h"
@@ -35,7 +36,9 @@ Result<FinishReason> TokenGenerator::Run(
     ++st->n_gen;
     if (o.n_gen_out) o.n_gen_out->store(st->n_gen);
     const int pieces_before = streamer_.pieces();
-    if (!streamer_.Push(token_bytes(vocab_, tok))) {
+    const bool shown =
+        shown_ && std::find(shown_->begin(), shown_->end(), tok) != shown_->end();
+    if (!streamer_.Push(token_bytes(vocab_, tok, /*special=*/shown))) {
       reason = streamer_.stop_matched() ? FinishReason::kStop : FinishReason::kCancelled;
       break;
     }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <vector>
 
 #include "engine/decode_control.h"
 #include "engine/sampler.h"
@@ -14,9 +15,10 @@ namespace edgellm::engine {
 
 class TokenGenerator {
  public:
+  // `shown` (may be null): special tokens streamed as their text (a chat format's markers).
   TokenGenerator(const llama_vocab* vocab, DecodeControl& control, TokenSampler& sampler,
-                 TextStreamer& streamer)
-      : vocab_(vocab), control_(control), sampler_(sampler), streamer_(streamer) {}
+                 TextStreamer& streamer, const std::vector<llama_token>* shown = nullptr)
+      : vocab_(vocab), control_(control), sampler_(sampler), streamer_(streamer), shown_(shown) {}
 
   // Generates in a context of `n_ctx` positions. Stops at an end-of-generation token (unless
   // o.ignore_eos) or a stop string (kStop), o.max_tokens (kLength), a full context that
@@ -31,6 +33,7 @@ class TokenGenerator {
   DecodeControl& control_;
   TokenSampler& sampler_;
   TextStreamer& streamer_;
+  const std::vector<llama_token>* shown_;
 };
 
 }  // namespace edgellm::engine

@@ -174,6 +174,12 @@ int run(RunArgs& a) {
   a.go.system_prompt = a.system;
   if (a.seed >= 0) a.go.seed = static_cast<uint32_t>(a.seed);
   edgellm::TextSink sink;
+  if (!a.json && !a.quiet) {  // a reasoning model's thinking, apart from the answer
+    a.go.reasoning_sink = [](std::string_view piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stderr);
+      return true;
+    };
+  }
   if (!a.json) {
     sink = [](std::string_view piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -198,6 +204,9 @@ int run(RunArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("\n");
+    if (!gen.tool_calls.empty()) {
+      std::printf("%s\n", tool_calls_json(gen.tool_calls).dump().c_str());
+    }
     warn_json_state(gen);
   }
   if (show && cloud) {

@@ -120,7 +120,16 @@ class LlmServer {
     if (!read_options(body, o.get(), &err)) {
       return send_error(res, 400, "invalid_request_error", err);
     }
-    // A bad schema or grammar is a 400 before anything streams.
+    // A bad schema, grammar or tool schema is a 400 before anything streams.
+    for (const edgellm::ToolSpec& t : o->tools) {
+      edgellm::GenerateOptions probe;
+      probe.grammar_limits = o->grammar_limits;
+      probe.json_schema = t.parameters;
+      if (edgellm::Status st = edgellm::CheckOutputConstraint(*model_, probe); !st.ok()) {
+        return send_error(res, 400, "invalid_request_error",
+                          "tool \"" + t.name + "\": " + st.message());
+      }
+    }
     if (edgellm::Status st = edgellm::CheckOutputConstraint(*model_, *o); !st.ok()) {
       std::string m = st.message();
       if (m.find("more than the limit") != std::string::npos) {
@@ -174,7 +183,13 @@ class LlmServer {
       }
       json choice = {{"index", 0}, {"finish_reason", finish_name(gen->finish_reason)}};
       if (chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", gen->text}};
+        json message = {{"role", "assistant"}, {"content", gen->text}};
+        if (!gen->tool_calls.empty()) {
+          message["tool_calls"] = tool_calls_json(gen->tool_calls);
+          if (gen->text.empty()) message["content"] = nullptr;
+        }
+        if (!gen->reasoning.empty()) message["reasoning_content"] = gen->reasoning;
+        choice["message"] = std::move(message);
       } else {
         choice["text"] = gen->text;
       }
@@ -220,6 +235,11 @@ class LlmServer {
               ok = chunk({{"content", std::string(piece)}}, nullptr);
               return ok;  // a failed write (client gone) cancels the generation
             };
+            // A reasoning model's thinking streams as its own delta (reasoning_content).
+            o->reasoning_sink = [&](std::string_view piece) {
+              ok = chunk({{"reasoning_content", std::string(piece)}}, nullptr);
+              return ok;
+            };
             gen = chat ? Reply(*request, *o, piece_sink)
                        : session_->Generate(*prompt, *o, piece_sink);
             if (gen.ok() && too_long(*gen)) {
@@ -229,6 +249,12 @@ class LlmServer {
           gate_.Leave();
           if (ok) {
             if (gen.ok()) {
+              // Tool calls: one delta each, whole (the arguments are known once they parse).
+              for (size_t i = 0; i < gen->tool_calls.size() && ok; ++i) {
+                json call = tool_calls_json({gen->tool_calls[i]})[0];
+                call["index"] = i;
+                ok = chunk({{"tool_calls", json::array({call})}}, nullptr);
+              }
               chunk(json::object(), finish_name(gen->finish_reason));
               if (include_usage) {  // stream_options.include_usage: a last chunk with usage
                 const std::string line =
@@ -265,6 +291,23 @@ class LlmServer {
   // turns first.
   edgellm::Result<edgellm::Generation> Reply(const ChatRequest& r, const edgellm::GenerateOptions& o,
                                              const edgellm::TextSink& sink) {
+    // Tools, tool results and reasoning go through the chat format's renderer and parser:
+    // the messages as history of one stateless chat turn, whose longest cached prefix the
+    // session keeps (reuse_prefix).
+    if (!o.tools.empty() || r.has_tool_messages ||
+        (o.reasoning != edgellm::Reasoning::kInline && model_->Reasons())) {
+      edgellm::GenerateOptions go = o;
+      go.chat = true;
+      go.reuse_prefix = true;
+      go.system_prompt = r.system;
+      go.history = r.messages;
+      std::string last;
+      if (go.history.back().role == "user") {
+        last = go.history.back().content;
+        go.history.pop_back();
+      }
+      return session_->Generate(last, go, sink);
+    }
     edgellm::ConversationOptions co;
     co.system_prompt = r.system;
     co.chatml_fallback = true;

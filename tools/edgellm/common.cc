@@ -112,6 +112,56 @@ void add_constraint_options(CLI::App* cmd, ConstraintArgs* c) {
   auto* gr = cmd->add_option("--grammar", c->grammar,
                              "Constrain the output to this GBNF grammar file (start rule root)");
   js->excludes(gr);
+  auto* tl = cmd->add_option("--tools", c->tools,
+                             "Tools the model may call: an OpenAI tools JSON file (needs --chat "
+                             "with run); calls are printed as JSON");
+  tl->excludes(js);
+  tl->excludes(gr);
+  cmd->add_option("--tool-choice", c->tool_choice,
+                  "auto (default), required, none, or a tool's name");
+  cmd->add_option("--reasoning", c->reasoning,
+                  "A reasoning model's <think> text: separate (default: on stderr, apart from "
+                  "the answer), hide, or inline")
+      ->check(CLI::IsMember({"separate", "hide", "inline"}));
+}
+
+edgellm::Result<std::vector<edgellm::ToolSpec>> parse_tools(const nlohmann::json& tools) {
+  const nlohmann::json list = tools.is_array() ? tools : nlohmann::json::array({tools});
+  std::vector<edgellm::ToolSpec> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& t = list[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const nlohmann::json* f = &t;
+    if (t.is_object() && t.contains("function")) f = &t["function"];
+    if (!f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
+      return edgellm::Status::InvalidArgument(
+          where + " needs {\"type\": \"function\", \"function\": {\"name\": ..., "
+                  "\"parameters\": {...}}}");
+    }
+    edgellm::ToolSpec s;
+    s.name = (*f)["name"];
+    if (f->contains("description") && (*f)["description"].is_string()) {
+      s.description = (*f)["description"];
+    }
+    if (f->contains("parameters")) {
+      if (!(*f)["parameters"].is_object()) {
+        return edgellm::Status::InvalidArgument(where + ".parameters must be a JSON Schema object");
+      }
+      s.parameters = (*f)["parameters"].dump();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+nlohmann::json tool_calls_json(const std::vector<edgellm::ToolCall>& calls) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const edgellm::ToolCall& c : calls) {
+    out.push_back({{"id", c.id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return out;
 }
 
 edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOptions* go) {
@@ -135,10 +185,27 @@ edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOption
     if (!text.ok()) return text.status();
     go->grammar = std::move(text).value();
   }
+  if (!c.tools.empty()) {
+    auto text = read_text(c.tools, "--tools");
+    if (!text.ok()) return text.status();
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded()) {
+      return edgellm::Status::InvalidArgument("--tools file is not JSON: " + c.tools);
+    }
+    auto tools = parse_tools(j);
+    if (!tools.ok()) return tools.status();
+    go->tools = std::move(tools).value();
+  }
+  go->tool_choice = c.tool_choice;
+  go->reasoning = c.reasoning == "hide"     ? edgellm::Reasoning::kHide
+                  : c.reasoning == "inline" ? edgellm::Reasoning::kInline
+                                            : edgellm::Reasoning::kSeparate;
   return edgellm::Status::Ok();
 }
 
 void add_json_result(const edgellm::Generation& g, nlohmann::json* out) {
+  if (!g.reasoning.empty()) (*out)["reasoning"] = g.reasoning;
+  if (!g.tool_calls.empty()) (*out)["tool_calls"] = tool_calls_json(g.tool_calls);
   if (g.json_state == edgellm::JsonState::kNone) return;
   (*out)["json_state"] = edgellm::json_state_name(g.json_state);
   if (g.json_state == edgellm::JsonState::kComplete) {

@@ -53,10 +53,17 @@ nlohmann::json info_json(const edgellm::ModelInfo& info);
 // A value that starts with `{` (or is `true`) is the schema itself, else a file to read.
 struct ConstraintArgs {
   std::string json_schema, grammar;
+  std::string tools, tool_choice = "auto", reasoning = "separate";
 };
 void add_constraint_options(CLI::App* cmd, ConstraintArgs* c);
 edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOptions* go);
-// "json_state" and, when complete, "json" (the parsed value) for --json reports.
+// --tools FILE: an OpenAI `tools` array (or one tool) as ToolSpecs; kInvalidArgument naming
+// what is wrong.
+edgellm::Result<std::vector<edgellm::ToolSpec>> parse_tools(const nlohmann::json& tools);
+// The tool calls as OpenAI's message.tool_calls.
+nlohmann::json tool_calls_json(const std::vector<edgellm::ToolCall>& calls);
+// "json_state" and, when complete, "json" (the parsed value) for --json reports; also
+// "reasoning" and "tool_calls" when there are.
 void add_json_result(const edgellm::Generation& g, nlohmann::json* out);
 // Warns on stderr when a schema's output did not complete.
 void warn_json_state(const edgellm::Generation& g);

@@ -5,6 +5,8 @@
 #endif
 #include "serve_request.h"
 
+#include "common.h"
+
 namespace cli {
 
 using json = nlohmann::json;
@@ -21,6 +23,7 @@ const char* finish_name(edgellm::FinishReason r) {
     case edgellm::FinishReason::kLength:
     case edgellm::FinishReason::kContextFull: return "length";
     case edgellm::FinishReason::kCancelled: return "cancelled";
+    case edgellm::FinishReason::kToolCalls: return "tool_calls";
     default: return "stop";
   }
 }
@@ -91,6 +94,7 @@ bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err
 
 bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
   if (!read_format(body, o, err)) return false;
+  if (!read_tools(body, o, err)) return false;
   try {
     if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
       o->max_tokens = body["max_tokens"].get<int32_t>();
@@ -174,28 +178,128 @@ bool parse_messages(const json& body, ChatRequest* r, std::string* err) {
   }
   for (size_t i = 0; i < msgs.size(); ++i) {
     const json& m = msgs[i];
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content")) {
-      *err = "messages[" + std::to_string(i) + "] needs a string role and a content";
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      *err = at + " needs a string role and a content";
+      return false;
+    }
+    const std::string role = m["role"];
+    const bool calls = role == "assistant" && m.contains("tool_calls") &&
+                       m["tool_calls"].is_array() && !m["tool_calls"].empty();
+    if (!m.contains("content") && !calls) {
+      *err = at + " needs a string role and a content";
       return false;
     }
     std::string content;
-    if (!m["content"].is_null() && !content_text(m["content"], i, &content, err)) return false;
-    const std::string role = m["role"];
-    if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
-      *err = "messages[" + std::to_string(i) + "] has role '" + role +
-             "': use system, user or assistant";
+    if (m.contains("content") && !m["content"].is_null() &&
+        !content_text(m["content"], i, &content, err)) {
       return false;
+    }
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer" &&
+        role != "tool") {
+      *err = at + " has role '" + role + "': use system, user, assistant or tool";
+      return false;
+    }
+    edgellm::ChatMessage msg{role == "developer" ? "system" : role, content};
+    if (role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
+        *err = at + " (a tool result) needs tool_call_id: the id of the call it answers";
+        return false;
+      }
+      msg.tool_call_id = m["tool_call_id"];
+      if (m.contains("name") && m["name"].is_string()) msg.name = m["name"];
+      r->has_tool_messages = true;
+    }
+    if (calls) {
+      for (const json& c : m["tool_calls"]) {
+        const json* f = c.is_object() && c.contains("function") ? &c["function"] : nullptr;
+        if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
+          *err = at + ".tool_calls needs {id, type: function, function: {name, arguments}}";
+          return false;
+        }
+        edgellm::ToolCall call;
+        call.name = (*f)["name"];
+        if (c.contains("id") && c["id"].is_string()) call.id = c["id"];
+        if (f->contains("arguments")) {
+          const json& a = (*f)["arguments"];
+          call.arguments = a.is_string() ? a.get<std::string>() : a.dump();
+        }
+        msg.tool_calls.push_back(std::move(call));
+      }
+      r->has_tool_messages = true;
+    }
+    if (m.contains("reasoning_content") && m["reasoning_content"].is_string()) {
+      msg.reasoning = m["reasoning_content"];
     }
     if (i == 0 && (role == "system" || role == "developer")) {
       r->system = content;
     } else {
-      r->messages.push_back({role == "developer" ? "system" : role, content});
+      r->messages.push_back(std::move(msg));
     }
   }
-  if (r->messages.empty() || r->messages.back().role != "user") {
-    *err = "the last message must have role user";
+  if (r->messages.empty() ||
+      (r->messages.back().role != "user" && r->messages.back().role != "tool")) {
+    *err = "the last message must have role user (or tool: a tool's result to answer)";
     return false;
   }
+  return true;
+}
+
+bool read_tools(const json& body, edgellm::GenerateOptions* o, std::string* err) {
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& c = body["tool_choice"];
+    if (c.is_string()) {
+      o->tool_choice = c.get<std::string>();
+      if (o->tool_choice != "auto" && o->tool_choice != "none" && o->tool_choice != "required") {
+        *err = "tool_choice must be auto, none, required or {\"type\": \"function\", "
+               "\"function\": {\"name\": ...}}";
+        return false;
+      }
+    } else if (c.is_object() && c.contains("function") && c["function"].is_object() &&
+               c["function"].contains("name") && c["function"]["name"].is_string()) {
+      o->tool_choice = c["function"]["name"];
+    } else {
+      *err = "tool_choice must be auto, none, required or {\"type\": \"function\", "
+             "\"function\": {\"name\": ...}}";
+      return false;
+    }
+  }
+  if (body.contains("parallel_tool_calls") && body["parallel_tool_calls"].is_boolean()) {
+    o->parallel_tool_calls = body["parallel_tool_calls"];
+  }
+  if (body.contains("reasoning_format") && body["reasoning_format"].is_string()) {
+    const std::string f = body["reasoning_format"];
+    if (f == "none") {
+      o->reasoning = edgellm::Reasoning::kInline;
+    } else if (f == "hidden") {
+      o->reasoning = edgellm::Reasoning::kHide;
+    } else if (f != "deepseek" && f != "auto") {
+      *err = "reasoning_format must be deepseek (default), auto, hidden or none";
+      return false;
+    }
+  }
+  if (!body.contains("tools") || body["tools"].is_null()) return true;
+  const json& tools = body["tools"];
+  if (!tools.is_array()) {
+    *err = "tools must be an array of {\"type\": \"function\", \"function\": {...}}";
+    return false;
+  }
+  if (tools.size() > 128) {
+    *err = "tools holds " + std::to_string(tools.size()) + " entries; at most 128";
+    return false;
+  }
+  const std::string text = tools.dump();
+  if (text.size() > o->grammar_limits.max_bytes) {
+    *err = "tools are " + std::to_string(text.size()) + " bytes, more than this server's limit "
+           "of " + std::to_string(o->grammar_limits.max_bytes) + " (--max-schema-bytes)";
+    return false;
+  }
+  auto specs = parse_tools(tools);
+  if (!specs.ok()) {
+    *err = specs.status().message();
+    return false;
+  }
+  o->tools = std::move(specs).value();
   return true;
 }
 

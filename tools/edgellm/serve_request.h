@@ -15,7 +15,7 @@ namespace cli {
 // An OpenAI error object with `status`.
 void send_error(httplib::Response& res, int status, const std::string& type,
                 const std::string& message);
-// finish_reason as OpenAI names it.
+// finish_reason as OpenAI names it ("tool_calls" included).
 const char* finish_name(edgellm::FinishReason r);
 // The request's sampling fields into GenerateOptions; false with *err on a bad value.
 // Constrained output: `response_format` ({"type": "json_object"} or {"type": "json_schema",
@@ -28,7 +28,11 @@ bool read_options(const nlohmann::json& body, edgellm::GenerateOptions* o, std::
 struct ChatRequest {
   std::string system;
   std::vector<edgellm::ChatMessage> messages;
+  bool has_tool_messages = false;  // assistant tool_calls or tool results among them
 };
+// tools, tool_choice, parallel_tool_calls and reasoning_format into `o` (the tools bounded by
+// o->grammar_limits); false with *err. Part of read_options.
+bool read_tools(const nlohmann::json& body, edgellm::GenerateOptions* o, std::string* err);
 // False with *err naming the first bad message.
 bool parse_messages(const nlohmann::json& body, ChatRequest* r, std::string* err);
 // usage, with prompt_tokens_details.cached_tokens.

@@ -16,7 +16,7 @@
 // of the wrong type; an AbortError for an aborted load or pull.
 
 export type LoadMode = "auto" | "mmap" | "read";
-export type FinishReason = "stop" | "length" | "cancelled" | "context_full";
+export type FinishReason = "stop" | "length" | "cancelled" | "context_full" | "tool_calls";
 
 export interface LoadOptions {
   /** Worker threads. Default: physical cores (never more). */
@@ -98,6 +98,20 @@ export interface GenerateOptions {
   jsonSchema?: JsonSchema | string;
   /** Constrain the output to this GBNF grammar (llama.cpp's dialect, start rule `root`). */
   grammar?: string;
+  /** Tools the model may call (with chat or history), rendered by the model's own chat
+   * template; calls come back in `toolCalls` with finishReason "tool_calls" and arguments that
+   * follow each tool's schema. Run them and answer with a `tool` message in the history. */
+  tools?: Array<ToolDefinition | OpenAITool>;
+  /** "auto" (default: the model decides), "required" (a call from the first token), "none",
+   * or a tool's name ({name} also works). */
+  toolChoice?: "auto" | "required" | "none" | string | { name: string };
+  /** Allow several calls in one reply. Default false. */
+  parallelToolCalls?: boolean;
+  /** A reasoning model's thinking (<think>): "separate" (default: onReasoning and `reasoning`,
+   * apart from the answer), "hide" (dropped) or "inline" (left in the text). */
+  reasoning?: "separate" | "hide" | "inline";
+  /** Called on the JS thread with each batch of the reasoning (reasoning "separate"). */
+  onReasoning?: (text: string, batch: BatchInfo) => void;
   /** Tokens per delivered batch. Default 4 (the seed: 3-5). */
   batchTokens?: number;
   /** A batch is also delivered when this many ms passed since the last one. Default 100. */
@@ -118,6 +132,8 @@ export interface BatchInfo {
    * when a UTF-8 character is still incomplete), and in total so far. */
   tokens: number;
   totalTokens: number;
+  /** True for a batch of a reasoning model's thinking (delivered to onReasoning). */
+  reasoning?: boolean;
 }
 
 export interface GenerationStats {
@@ -178,6 +194,10 @@ export interface GenerateResult<T = unknown> {
   jsonState?: JsonState;
   /** The parsed JSON, only when jsonState is "complete". */
   json?: T;
+  /** A reasoning model's thinking, apart from `text` (reasoning "separate"). */
+  reasoning?: string;
+  /** With tools: the calls the model made (finishReason "tool_calls"). */
+  toolCalls?: ToolCall[];
 }
 
 /** A text stream: iterate it for batches; `result` settles with the whole generation. */
@@ -244,8 +264,36 @@ export class LoraAdapter {
 }
 
 export interface ChatMessage {
-  role: "system" | "user" | "assistant" | string;
-  content: string;
+  role: "system" | "user" | "assistant" | "tool" | string;
+  /** null for an assistant turn that only called tools. */
+  content: string | null;
+  /** assistant: its reasoning (a reasoning model's; the template decides whether it is shown
+   * again). */
+  reasoning?: string;
+  /** assistant: the tools it called (arguments as JSON text or an object). */
+  toolCalls?: Array<{ id?: string; name: string; arguments: string | object }>;
+  /** tool: the id of the call this result answers, and the tool's name. */
+  toolCallId?: string;
+  name?: string;
+}
+
+/** A tool the model may call: a name, what it does, and a JSON Schema of its arguments. */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  parameters?: JsonSchema;
+}
+/** OpenAI's shape of a tool is accepted too. */
+export interface OpenAITool {
+  type: "function";
+  function: ToolDefinition;
+}
+/** A call the model made: `arguments` as it wrote them (JSON text), `args` parsed. */
+export interface ToolCall<A = Record<string, unknown>> {
+  id: string;
+  name: string;
+  arguments: string;
+  args: A;
 }
 
 export type OverflowPolicy = "drop_oldest" | "fail";

@@ -125,6 +125,10 @@ std::shared_ptr<ModelState> unwrap(napi_env env, napi_callback_info info, size_t
 
 // [{role, content}, ...] from JS; false with a TypeError pending (native_conversation.cc).
 bool read_messages(napi_env env, napi_value v, std::vector<ChatMessage>* out);
+// A message's toolCalls ([{id, name, arguments}]) into `out`; absent: none.
+bool read_tool_calls(napi_env env, napi_value msg, std::vector<ToolCall>* out);
+// Tool calls as [{id, name, arguments (JSON text), args (parsed)}].
+napi_value tool_calls_array(napi_env env, const std::vector<ToolCall>& calls);
 
 // The JS generate options (maxTokens, temperature, ...) into `go`; false with a TypeError.
 bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go);

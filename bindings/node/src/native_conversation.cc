@@ -15,6 +15,10 @@ napi_value history_array(napi_env env, const std::vector<ChatMessage>& h) {
     napi_value m = make_object(env);
     set(env, m, "role", h[i].role);
     set(env, m, "content", h[i].content);
+    if (!h[i].reasoning.empty()) set(env, m, "reasoning", h[i].reasoning);
+    if (!h[i].tool_call_id.empty()) set(env, m, "toolCallId", h[i].tool_call_id);
+    if (!h[i].name.empty()) set(env, m, "name", h[i].name);
+    if (!h[i].tool_calls.empty()) set(env, m, "toolCalls", tool_calls_array(env, h[i].tool_calls));
     napi_set_element(env, arr, static_cast<uint32_t>(i), m);
   }
   return arr;
@@ -285,7 +289,37 @@ bool read_messages(napi_env env, napi_value v, std::vector<ChatMessage>* out) {
       }
       return false;
     }
+    // Tool turns (index.js normalizes them): an assistant's calls, a tool's result.
+    if (!opt_string(env, e, "reasoning", &m.reasoning) ||
+        !opt_string(env, e, "toolCallId", &m.tool_call_id) || !opt_string(env, e, "name", &m.name) ||
+        !read_tool_calls(env, e, &m.tool_calls)) {
+      return false;
+    }
     out->push_back(std::move(m));
+  }
+  return true;
+}
+
+bool read_tool_calls(napi_env env, napi_value msg, std::vector<ToolCall>* out) {
+  auto calls = get_prop(env, msg, "toolCalls");
+  if (!calls) return true;
+  bool is_array = false;
+  napi_is_array(env, *calls, &is_array);
+  if (!is_array) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "toolCalls must be an array");
+    return false;
+  }
+  uint32_t n = 0;
+  napi_get_array_length(env, *calls, &n);
+  for (uint32_t i = 0; i < n; ++i) {
+    napi_value c = nullptr;
+    napi_get_element(env, *calls, i, &c);
+    ToolCall call;
+    if (!opt_string(env, c, "id", &call.id) || !opt_string(env, c, "name", &call.name) ||
+        !opt_string(env, c, "arguments", &call.arguments)) {
+      return false;
+    }
+    out->push_back(std::move(call));
   }
   return true;
 }

@@ -289,7 +289,42 @@ bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
       !opt_bool(env, o, "ignoreEos", &go->ignore_eos) || !opt_number(env, o, "seed", &seed) ||
       !opt_bool(env, o, "reusePrefix", &go->reuse_prefix) ||
       !opt_string(env, o, "grammar", &go->grammar) ||
-      !opt_string(env, o, "jsonSchema", &go->json_schema)) {
+      !opt_string(env, o, "jsonSchema", &go->json_schema) ||
+      !opt_string(env, o, "toolChoice", &go->tool_choice) ||
+      !opt_bool(env, o, "parallelToolCalls", &go->parallel_tool_calls)) {
+    return false;
+  }
+  // tools: [{name, description, parameters (JSON text)}] (index.js normalizes OpenAI's shape).
+  if (auto tools = get_prop(env, o, "tools")) {
+    bool is_array = false;
+    napi_is_array(env, *tools, &is_array);
+    if (!is_array) {
+      napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "tools must be an array");
+      return false;
+    }
+    uint32_t n = 0;
+    napi_get_array_length(env, *tools, &n);
+    for (uint32_t i = 0; i < n; ++i) {
+      napi_value t = nullptr;
+      napi_get_element(env, *tools, i, &t);
+      ToolSpec spec;
+      if (!opt_string(env, t, "name", &spec.name) ||
+          !opt_string(env, t, "description", &spec.description) ||
+          !opt_string(env, t, "parameters", &spec.parameters)) {
+        return false;
+      }
+      go->tools.push_back(std::move(spec));
+    }
+  }
+  std::string reasoning;
+  if (!opt_string(env, o, "reasoning", &reasoning)) return false;
+  if (reasoning == "hide") {
+    go->reasoning = Reasoning::kHide;
+  } else if (reasoning == "inline") {
+    go->reasoning = Reasoning::kInline;
+  } else if (!reasoning.empty() && reasoning != "separate") {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE",
+                          "reasoning must be \"separate\", \"hide\" or \"inline\"");
     return false;
   }
   // history: earlier turns for a stateless chat, whose prefix the session's cache keeps.
@@ -318,11 +353,27 @@ static double percentile(std::vector<double> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
+napi_value tool_calls_array(napi_env env, const std::vector<ToolCall>& calls) {
+  napi_value arr = nullptr;
+  napi_create_array_with_length(env, calls.size(), &arr);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    napi_value c = make_object(env);
+    set(env, c, "id", calls[i].id);
+    set(env, c, "name", calls[i].name);
+    set(env, c, "arguments", calls[i].arguments);
+    set(env, c, "args", parse_json(env, calls[i].arguments));
+    napi_set_element(env, arr, static_cast<uint32_t>(i), c);
+  }
+  return arr;
+}
+
 napi_value result_object(napi_env env, const Generation& g, double queued_ms,
                          const Delivery& dl) {
   napi_value o = make_object(env);
   set(env, o, "text", g.text);
   set(env, o, "finishReason", finish_reason_name(g.finish_reason));
+  if (!g.reasoning.empty()) set(env, o, "reasoning", g.reasoning);
+  if (!g.tool_calls.empty()) set(env, o, "toolCalls", tool_calls_array(env, g.tool_calls));
   if (g.json_state != JsonState::kNone) {
     set(env, o, "jsonState", json_state_name(g.json_state));
     if (g.json_state == JsonState::kComplete) set(env, o, "json", parse_json(env, g.json));
@@ -387,13 +438,13 @@ napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& sta
       go.n_gen_out = &n_gen;
       int index = 0;
       int32_t tokens_before = 0;
-      auto sink = [&](std::string_view piece) {
+      auto post = [&](std::string_view piece, bool reasoning) {
         const auto sent = Clock::now();
         const int32_t total = n_gen.load();
         const int32_t tokens = total - tokens_before;
         tokens_before = total;
         const bool open = ch->Post([text = std::string(piece), sent, i = index++, tokens, total,
-                                    dl](napi_env env, napi_value cb) {
+                                    dl, reasoning](napi_env env, napi_value cb) {
           const double latency = us_between(sent, Clock::now());
           dl->latency_us.push_back(latency);
           if (!cb) return;
@@ -402,6 +453,7 @@ napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& sta
           set(env, args[1], "latencyUs", latency);
           set(env, args[1], "tokens", static_cast<double>(tokens));
           set(env, args[1], "totalTokens", static_cast<double>(total));
+          if (reasoning) set(env, args[1], "reasoning", true);
           napi_value undefined = nullptr;
           napi_get_undefined(env, &undefined);
           napi_call_function(env, undefined, cb, 2, args, nullptr);
@@ -415,6 +467,9 @@ napi_value start_generation(napi_env env, const std::shared_ptr<ModelState>& sta
         });
         return open && !cancel->load();
       };
+      auto sink = [&](std::string_view piece) { return post(piece, false); };
+      // A reasoning model's thinking: the same channel, marked (index.js: onReasoning).
+      go.reasoning_sink = [&](std::string_view piece) { return post(piece, true); };
       r = call(*state, go, sink);
       if (after) decorate = after(*state);
     }

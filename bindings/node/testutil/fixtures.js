@@ -20,9 +20,22 @@ function model(preset = 'tiny', type = 'Q8_0', seed = 1) {
   return file;
 }
 
+// A tiny synth stamped with one of llama.cpp's real chat templates (models/templates/NAME).
+function modelWithTemplate(template, seed = 1) {
+  const tag = template.replace(/[^A-Za-z0-9]+/g, '-');
+  const file = path.join(dir, `tiny-Q8_0-${tag}-s${seed}.gguf`);
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(dir, { recursive: true });
+    const tmpl = path.join(repo, 'third_party', 'llama.cpp', 'models', 'templates', template);
+    execFileSync(cli, ['synth', '--preset', 'tiny', '--type', 'Q8_0', '--seed', String(seed),
+                       '--chat-template', tmpl, '-o', file], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return file;
+}
+
 function scratch(name) {
   const d = fs.mkdtempSync(path.join(dir, `${name}-`));
   return d;
 }
 
-module.exports = { repo, cli, model, scratch };
+module.exports = { repo, cli, model, modelWithTemplate, scratch };
