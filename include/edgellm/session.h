@@ -35,7 +35,9 @@ struct SessionOptions {
   bool warmup = true;
   // When a conversation outgrows the context, keep the cells of the turns it keeps by moving
   // them (a KV shift, where the model's memory allows it) instead of decoding them again.
-  // A shift is much faster; decoding again gives exactly a fresh prefill's numbers.
+  // A shift is much faster; decoding again is a fresh prefill's computation (bit-identical
+  // where ggml's CPU kernels sum any batch size alike; on AVX-512 machines the last bits can
+  // differ, and with them a near-tie of greedy sampling).
   // Default: true.
   bool context_shift = true;
 };

@@ -292,6 +292,10 @@ Result<Generation> CloudClient::Generate(std::string_view prompt, const Generate
     return Status::InvalidArgument("prompt is empty: pass the text to continue or answer");
   }
   if (o.max_tokens < 1) return Status::InvalidArgument("max_tokens must be >= 1");
+  if (!o.tools.empty()) {
+    return Status::InvalidArgument("tools are not sent to the cloud yet: this request needs "
+                                   "the on-device model (or call the cloud's API directly)");
+  }
 
   json messages = json::array();
   if (!o.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", o.system_prompt}});
