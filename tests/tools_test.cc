@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <mutex>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -165,6 +167,35 @@ TEST(ToolsTest, BadToolsAndChoicesAreErrors) {
   auto ok = l.session->Generate("hi", plain);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->stats.n_gen, 3);
+}
+
+TEST(ToolsTest, ATemplateWithoutAToolFormatGetsTheGenericOneAndSaysSo) {
+  // The tiny fixture's template (the Qwen2 vocabulary file's) knows no tools.
+  Loaded l = load(testutil::synth_model("tiny", "Q8_0"));
+  ASSERT_TRUE(l.session);
+  std::mutex mu;
+  std::vector<std::string> warnings;
+  SetLogSink([&](LogLevel level, std::string_view, std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (level == LogLevel::kWarn) warnings.emplace_back(line);
+  }, LogLevel::kWarn);
+  GenerateOptions o;
+  o.chat = true;
+  o.tools = {weather_tool()};
+  o.tool_choice = "required";
+  o.seed = 1;
+  o.max_tokens = 150;
+  auto r = l.session->Generate("weather in Paris?", o);
+  SetLogSink(nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->finish_reason, FinishReason::kToolCalls) << r->text;
+  ASSERT_EQ(r->tool_calls.size(), 1u);
+  EXPECT_EQ(r->tool_calls[0].name, "get_weather");
+  json args = json::parse(r->tool_calls[0].arguments);
+  EXPECT_GE(args.at("days").get<int>(), 1);
+  bool said = false;
+  for (const std::string& w : warnings) said |= w.find("generic JSON tool-call format") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(ToolsTest, ReasoningComesApartFromTheAnswer) {

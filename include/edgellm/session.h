@@ -150,8 +150,8 @@ struct GenerateOptions {
   std::string json_schema;
   GrammarLimits grammar_limits;
   // Tool calls (with chat): the tools the model may call, rendered by the model's own chat
-  // template (Qwen2.5's <tool_call> format, ...; a template without a tool format gets
-  // llama.cpp's generic JSON format, and the log says so). tool_choice: "auto" (default: the
+  // template (Qwen2.5's <tool_call> format, ...; a template without a tool format gets the
+  // generic JSON format {"tool_call": ...} / {"response": ...}, and the log says so). tool_choice: "auto" (default: the
   // model decides; the grammar applies from the model's tool-call opening on), "required"
   // (a call from the first token), "none", or a tool's name (a call to that one). Calls come
   // back in Generation::tool_calls with finish reason kToolCalls, their arguments following the

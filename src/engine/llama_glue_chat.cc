@@ -17,6 +17,9 @@ namespace edgellm::engine {
 
 struct ChatParser {
   common_chat_parser_params params;
+  // The generic JSON tool-call format (a template without one of its own): the reply is one
+  // JSON object, {"tool_call": {"name", "arguments"}} or {"response": "..."}.
+  bool generic = false;
 };
 
 namespace {
@@ -71,6 +74,100 @@ void require_call_first(std::string* gbnf) {
   gbnf->replace(root, old_size, line);
 }
 
+// The tools and the answer format, told in a system message (appended to the app's own).
+std::string generic_instructions(const std::vector<ToolSpec>& tools, bool required) {
+  std::string list = "[";
+  for (size_t i = 0; i < tools.size(); ++i) {
+    if (i) list += ",";
+    common_json t = common_json::object();
+    t["name"] = tools[i].name;
+    t["description"] = tools[i].description;
+    t["parameters"] = common_json::parse_no_throw(tools[i].parameters);
+    list += t.dump();
+  }
+  list += "]";
+  return std::string("You can call these tools: ") + list +
+         "\nAnswer with one JSON object: {\"tool_call\": {\"name\": <a tool's name>, "
+         "\"arguments\": <its arguments>}} to call a tool" +
+         (required ? "." : ", or {\"response\": <your answer>} to answer directly.");
+}
+
+// A template without a tool-call format: llama.cpp's generic JSON format, rendered and
+// constrained here (the pinned common library renders the tools but gives no grammar).
+Result<ChatRender> render_generic(const ChatTemplates& t, std::vector<ChatMessage> messages,
+                                  const std::vector<ToolSpec>& tools, bool required) {
+  common_chat_templates_inputs in;
+  in.use_jinja = true;
+  in.add_generation_prompt = true;
+  const std::string told = generic_instructions(tools, required);
+  bool merged = false;
+  for (ChatMessage& m : messages) {
+    if (m.role == "system" && !merged) {
+      m.content += "\n\n" + told;
+      merged = true;
+    }
+  }
+  if (!merged) messages.insert(messages.begin(), ChatMessage{"system", told});
+  for (const ChatMessage& m : messages) {
+    common_chat_msg out;
+    out.role = m.role;
+    out.content = m.content;
+    if (m.role == "assistant" && !m.tool_calls.empty()) {  // the call as the format writes it
+      common_json call = common_json::object();
+      call["name"] = m.tool_calls[0].name;
+      call["arguments"] = common_json::parse_no_throw(m.tool_calls[0].arguments);
+      common_json body = common_json::object();
+      body["tool_call"] = call;
+      out.content = body.dump();
+    } else if (m.role == "tool") {  // a template without tools may not know the role
+      out.role = "user";
+      out.content = "Result of the tool" + (m.name.empty() ? "" : " " + m.name) + ": " + m.content;
+    }
+    in.messages.push_back(std::move(out));
+  }
+  common_chat_params p;
+  try {
+    p = common_chat_templates_apply(t.t.get(), in);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the model's chat template failed on these "
+                                               "messages: ") + e.what());
+  }
+  // The answer's schema: a call to one of the tools, or (auto) a direct response.
+  std::string calls;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    common_json name = common_json::make(tools[i].name);
+    calls += std::string(i ? "," : "") + R"({"type":"object","properties":{"name":{"const":)" +
+             name.dump() + R"(},"arguments":)" + tools[i].parameters +
+             R"(},"required":["name","arguments"],"additionalProperties":false})";
+  }
+  std::string schema = R"({"type":"object","properties":{"tool_call":{"anyOf":[)" + calls +
+                       R"(]}},"required":["tool_call"],"additionalProperties":false})";
+  if (!required) {
+    schema = R"({"anyOf":[)" + schema +
+             R"(,{"type":"object","properties":{"response":{"type":"string"}},)"
+             R"("required":["response"],"additionalProperties":false}]})";
+  }
+  GrammarLimits lim;
+  lim.max_bytes = size_t{16} << 20;
+  lim.max_depth = 1 << 10;
+  Result<std::string> gbnf = json_schema_to_gbnf(schema, lim);
+  if (!gbnf.ok()) return gbnf.status();
+  ChatRender r;
+  r.prompt = std::move(p.prompt);
+  r.format = "generic JSON";
+  r.generic_tools = true;
+  r.parse = true;
+  r.grammar.gbnf = std::move(gbnf).value();
+  auto parser = std::make_shared<ChatParser>();
+  parser->generic = true;
+  r.parser = std::move(parser);
+  detail::emit_log(LogLevel::kWarn, "edgellm",
+                   "the model's chat template has no tool-call format of its own: tools use "
+                   "the generic JSON tool-call format ({\"tool_call\": ...} or "
+                   "{\"response\": ...})");
+  return r;
+}
+
 }  // namespace
 
 Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
@@ -102,6 +199,14 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
     tools = std::move(named);
     in.tool_choice = COMMON_CHAT_TOOL_CHOICE_REQUIRED;
   }
+  if (!tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE) {
+    const auto caps = common_chat_templates_get_caps(t.t.get());
+    const auto it = caps.find("supports_tool_calls");
+    if (it != caps.end() && !it->second) {
+      return render_generic(t, messages, tools,
+                            in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED);
+    }
+  }
   for (const ToolSpec& s : tools) in.tools.push_back({s.name, s.description, s.parameters});
   in.parallel_tool_calls = o.parallel_tool_calls;
   in.reasoning_format = o.reasoning == Reasoning::kInline ? COMMON_REASONING_FORMAT_NONE
@@ -123,14 +228,6 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
   if (!p.thinking_start_tag.empty()) r.preserved_tokens.push_back(p.thinking_start_tag);
   for (const std::string& tag : p.thinking_end_tags) r.preserved_tokens.push_back(tag);
   if (!tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE) {
-    const auto caps = common_chat_templates_get_caps(t.t.get());
-    const auto it = caps.find("supports_tool_calls");
-    r.generic_tools = it != caps.end() && !it->second;
-    if (r.generic_tools) {
-      detail::emit_log(LogLevel::kWarn, "edgellm",
-                       "the model's chat template has no tool-call format of its own: tools "
-                       "use llama.cpp's generic JSON tool-call format");
-    }
     r.grammar.gbnf = p.grammar;
     r.grammar.lazy = p.grammar_lazy;
     if (in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED) require_call_first(&r.grammar.gbnf);
@@ -161,6 +258,25 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
 
 ParsedReply parse_reply(const ChatParser& parser, const std::string& text, bool partial) {
   ParsedReply out;
+  if (parser.generic) {  // one JSON object: nothing streams before it is whole
+    if (partial) return out;
+    const common_json j = common_json::parse_no_throw(text);
+    if (j.is_object() && j.contains("tool_call") && j.at("tool_call").is_object()) {
+      const common_json& c = j.at("tool_call");
+      ToolCall call;
+      if (c.contains("name") && c.at("name").is_string()) call.name = c.at("name").get<std::string>();
+      if (c.contains("arguments")) call.arguments = c.at("arguments").dump();
+      out.tool_calls.push_back(std::move(call));
+      out.ok = true;
+    } else if (j.is_object() && j.contains("response") && j.at("response").is_string()) {
+      out.content = j.at("response").get<std::string>();
+      out.ok = true;
+    } else {
+      out.content = text;
+      out.error = "not the generic tool-call format's JSON";
+    }
+    return out;
+  }
   try {
     const common_chat_msg m = common_chat_parse(text, partial, parser.params);
     out.content = m.content;
