@@ -94,13 +94,13 @@ int run(const Args& a) {
         free_tps.push_back(s.decode_tps);
       }
       if (!a.json) {
-        std::fprintf(stderr, "round %d %-11s %3d tokens, decode %.2f tok/s%s\n", round + 1,
-                     constrained ? "constrained" : "free", s.n_gen, s.decode_tps,
-                     constrained ? (", " + std::to_string(s.grammar_resamples) +
-                                    " first draws rejected, json " +
-                                    edgellm::json_state_name(r->json_state))
-                                       .c_str()
-                                 : "");
+        std::fprintf(
+            stderr, "round %d %-11s %3d tokens, decode %.2f tok/s%s\n", round + 1,
+            constrained ? "constrained" : "free", s.n_gen, s.decode_tps,
+            constrained ? (", " + std::to_string(s.grammar_resamples) +
+                           " first draws rejected, json " + edgellm::json_state_name(r->json_state))
+                              .c_str()
+                        : "");
       }
     }
   }
@@ -139,8 +139,8 @@ int run(const Args& a) {
     std::printf("  with schema  %.2f tok/s   ratio %.3f   first draws rejected %lld of %lld\n", c,
                 f > 0 ? c / f : 0, static_cast<long long>(resamples),
                 static_cast<long long>(constrained_tokens));
-    std::printf("schema compile (convert + check + sampler), median of %d: %.2f ms\n",
-                a.compiles, median(compile_ms));
+    std::printf("schema compile (convert + check + sampler), median of %d: %.2f ms\n", a.compiles,
+                median(compile_ms));
   }
   return 0;
 }
@@ -149,8 +149,9 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   Args a;
-  CLI::App app{"edgellm-grammarbench: decode speed with a JSON schema vs without, schema "
-               "compile time"};
+  CLI::App app{
+      "edgellm-grammarbench: decode speed with a JSON schema vs without, schema "
+      "compile time"};
   app.add_option("-m,--model", a.model, "GGUF model (e.g. a qwen2.5-1.5b Q4_K_M synth)")
       ->required();
   app.add_option("--threads", a.threads, "threads (default 2)")->check(CLI::Range(1, 256));

@@ -41,8 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // What the checks pass, llama.cpp builds (or refuses: left recursion) and can be fed.
-  llama_grammar* g = llama_grammar_init_impl(nullptr, gbnf.c_str(), "root", false, nullptr, 0,
-                                             nullptr, 0);
+  llama_grammar* g =
+      llama_grammar_init_impl(nullptr, gbnf.c_str(), "root", false, nullptr, 0, nullptr, 0);
   if (g == nullptr) return 0;
   try {
     for (size_t i = 0; i < text.size(); i += 4) llama_grammar_accept_str(*g, text.substr(i, 4));

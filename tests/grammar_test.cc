@@ -217,7 +217,8 @@ TEST_F(GrammarTest, BadSchemasAreErrorsThatNameTheProblem) {
   EXPECT_NE(ErrorOf(WithSchema(R"({"type":"string","pattern":"^(a$"})")).find("cannot be turned"),
             std::string::npos);
   // A huge bound is no error: the grammar repeats lazily and max_tokens ends the output.
-  auto long_string = session_->Generate("x", WithSchema(R"({"type":"string","maxLength":100000000})"));
+  auto long_string =
+      session_->Generate("x", WithSchema(R"({"type":"string","maxLength":100000000})"));
   ASSERT_TRUE(long_string.ok()) << long_string.status().ToString();
   EXPECT_EQ(long_string->json_state, JsonState::kIncomplete);
   std::string deep = R"({"type":"string"})";

@@ -6,9 +6,9 @@
 
 #include <filesystem>
 #include <mutex>
-#include <vector>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "edgellm/edgellm.h"
 #include "testutil/fixtures.h"
@@ -27,8 +27,8 @@ std::string templated(const std::string& name) {
   o.type = "Q8_0";
   o.output = path;
   o.vocab_path = testutil::vocab_path();
-  o.chat_template_file = std::string(EDGELLM_TEST_SOURCE_DIR) +
-                         "/third_party/llama.cpp/models/templates/" + name;
+  o.chat_template_file =
+      std::string(EDGELLM_TEST_SOURCE_DIR) + "/third_party/llama.cpp/models/templates/" + name;
   Status st = synth_model(o);
   EXPECT_TRUE(st.ok()) << st.ToString();
   return path;
@@ -175,10 +175,12 @@ TEST(ToolsTest, ATemplateWithoutAToolFormatGetsTheGenericOneAndSaysSo) {
   ASSERT_TRUE(l.session);
   std::mutex mu;
   std::vector<std::string> warnings;
-  SetLogSink([&](LogLevel level, std::string_view, std::string_view line) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (level == LogLevel::kWarn) warnings.emplace_back(line);
-  }, LogLevel::kWarn);
+  SetLogSink(
+      [&](LogLevel level, std::string_view, std::string_view line) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (level == LogLevel::kWarn) warnings.emplace_back(line);
+      },
+      LogLevel::kWarn);
   GenerateOptions o;
   o.chat = true;
   o.tools = {weather_tool()};
@@ -194,7 +196,8 @@ TEST(ToolsTest, ATemplateWithoutAToolFormatGetsTheGenericOneAndSaysSo) {
   json args = json::parse(r->tool_calls[0].arguments);
   EXPECT_GE(args.at("days").get<int>(), 1);
   bool said = false;
-  for (const std::string& w : warnings) said |= w.find("generic JSON tool-call format") != std::string::npos;
+  for (const std::string& w : warnings)
+    said |= w.find("generic JSON tool-call format") != std::string::npos;
   EXPECT_TRUE(said);
 }
 

@@ -151,8 +151,9 @@ struct GenerateOptions {
   GrammarLimits grammar_limits;
   // Tool calls (with chat): the tools the model may call, rendered by the model's own chat
   // template (Qwen2.5's <tool_call> format, ...; a template without a tool format gets the
-  // generic JSON format {"tool_call": ...} / {"response": ...}, and the log says so). tool_choice: "auto" (default: the
-  // model decides; the grammar applies from the model's tool-call opening on), "required"
+  // generic JSON format {"tool_call": ...} / {"response": ...}, and the log says so).
+  // tool_choice: "auto" (default: the model decides; the grammar applies from the model's
+  // tool-call opening on), "required"
   // (a call from the first token), "none", or a tool's name (a call to that one). Calls come
   // back in Generation::tool_calls with finish reason kToolCalls, their arguments following the
   // tool's schema; the text then holds what the model wrote besides them. Not with grammar or
@@ -219,8 +220,9 @@ struct Generation {
   Stats stats;
   // With GenerateOptions::json_schema: kComplete when the output ended where the schema
   // ends, and then `json` holds it as JSON text (it parses, and follows the schema's
-  // structure: the grammar allowed nothing else; whitespace around it trimmed); kIncomplete when generation stopped first
-  // (finish reason kLength, kContextFull or kCancelled): `json` is empty, never a half object.
+  // structure: the grammar allowed nothing else; whitespace around it trimmed); kIncomplete
+  // when generation stopped first (finish reason kLength, kContextFull or kCancelled): `json`
+  // is empty, never a half object.
   JsonState json_state = JsonState::kNone;
   std::string json;
   // With chat on a reasoning model (Reasoning::kSeparate): its thinking, apart from `text`.

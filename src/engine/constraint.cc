@@ -17,8 +17,8 @@ Status CheckOutputConstraint(const Model& model, const GenerateOptions& o) {
 
 namespace edgellm::engine {
 
-Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
-                        TokenSampler* sampler, Stats* st) {
+Status apply_constraint(const Model::Impl* model, const GenerateOptions& o, TokenSampler* sampler,
+                        Stats* st) {
   const llama_vocab* vocab = model->vocab;
   if (o.grammar.empty() && o.json_schema.empty()) return Status::Ok();
   if (!o.grammar.empty() && !o.json_schema.empty()) {
@@ -26,8 +26,9 @@ Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
   }
   const GrammarLimits& lim = o.grammar_limits;
   if (lim.max_bytes < 1 || lim.max_depth < 1 || lim.max_rules < 1) {
-    return Status::InvalidArgument("grammar limits must be >= 1 (max_bytes, max_depth, "
-                                   "max_rules)");
+    return Status::InvalidArgument(
+        "grammar limits must be >= 1 (max_bytes, max_depth, "
+        "max_rules)");
   }
   const auto t0 = std::chrono::steady_clock::now();
   GrammarSpec spec;
@@ -54,8 +55,8 @@ Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
   return Status::Ok();
 }
 
-Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render,
-                          TokenSampler* sampler, Stats* st) {
+Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render, TokenSampler* sampler,
+                          Stats* st) {
   const auto t0 = std::chrono::steady_clock::now();
   // The format's own grammar: trusted, but checked like any (a broken one is an error, not
   // an abort) with bounds far above what a tool list makes.
@@ -83,8 +84,9 @@ Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render,
         continue;  // a tokenizer's space before a leading special token
       }
       if (llama_vocab_is_eog(model->vocab, t) || !grammar_allows(grammar->get(), t)) {
-        return Status::Internal("the tool-call grammar does not start with the template's "
-                                "generation prompt");
+        return Status::Internal(
+            "the tool-call grammar does not start with the template's "
+            "generation prompt");
       }
       EDGELLM_RETURN_IF_ERROR(grammar_accept(grammar->get(), t));
     }

@@ -13,14 +13,14 @@ namespace edgellm::engine {
 // Compiles o.grammar or o.json_schema (checked against o.grammar_limits) and hands the grammar
 // to `sampler`; nothing to do when neither is set. Fills st->grammar_ms. kInvalidArgument
 // naming the problem, before any decode.
-Status apply_constraint(const Model::Impl* model, const GenerateOptions& o,
-                        TokenSampler* sampler, Stats* st);
+Status apply_constraint(const Model::Impl* model, const GenerateOptions& o, TokenSampler* sampler,
+                        Stats* st);
 
 // The tool-call grammar of a chat turn (render.grammar) into `sampler`: lazy with the
 // format's triggers, or from the first token (advanced past the generation prompt the
 // template already wrote). Adds to st->grammar_ms.
-Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render,
-                          TokenSampler* sampler, Stats* st);
+Status apply_tool_grammar(const Model::Impl* model, const ChatRender& render, TokenSampler* sampler,
+                          Stats* st);
 
 // With o.json_schema: reads gen->text into gen->json_state and gen->json. Complete only when
 // the model ended the output itself (the grammar allows the end only where the schema ends);

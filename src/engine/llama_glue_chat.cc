@@ -2,16 +2,17 @@
 // library renders the model's own Jinja template with the tools, gives the tool-call grammar
 // (lazy, with the template's triggers) and the parser that splits the model's output into
 // reasoning, content and tool calls.
+#include "engine/llama_glue_chat.h"
+
 #include <cctype>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "common.h"  // llama.cpp common: regex_escape
-#include "json.h"    // llama.cpp common: common_json
 #include "core/log.h"
-#include "engine/llama_glue_chat.h"
 #include "engine/llama_glue_common.h"
+#include "json.h"  // llama.cpp common: common_json
 
 namespace edgellm::engine {
 
@@ -38,8 +39,12 @@ common_chat_msg to_common(const ChatMessage& m) {
 // common's trigger kinds as the patterns and tokens llama.cpp's lazy grammar takes.
 void add_trigger(const common_grammar_trigger& t, GrammarSpec* spec) {
   switch (t.type) {
-    case COMMON_GRAMMAR_TRIGGER_TYPE_WORD: spec->trigger_patterns.push_back(regex_escape(t.value)); break;
-    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN: spec->trigger_patterns.push_back(t.value); break;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_WORD:
+      spec->trigger_patterns.push_back(regex_escape(t.value));
+      break;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN:
+      spec->trigger_patterns.push_back(t.value);
+      break;
     case COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL: {
       std::string p = t.value;
       if (p.empty() || p.front() != '^') p = "^" + p;
@@ -47,7 +52,9 @@ void add_trigger(const common_grammar_trigger& t, GrammarSpec* spec) {
       spec->trigger_patterns.push_back(p);
       break;
     }
-    case COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN: spec->trigger_tokens.push_back(t.token); break;
+    case COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN:
+      spec->trigger_tokens.push_back(t.token);
+      break;
   }
 }
 
@@ -130,7 +137,8 @@ Result<ChatRender> render_generic(const ChatTemplates& t, std::vector<ChatMessag
     p = common_chat_templates_apply(t.t.get(), in);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("the model's chat template failed on these "
-                                               "messages: ") + e.what());
+                                               "messages: ") +
+                                   e.what());
   }
   // The answer's schema: a call to one of the tools, or (auto) a direct response.
   std::string calls;
@@ -193,7 +201,8 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
       if (s.name == choice) named.push_back(s);
     }
     if (named.empty()) {
-      return Status::InvalidArgument("tool_choice names \"" + choice + "\", which is not one of "
+      return Status::InvalidArgument("tool_choice names \"" + choice +
+                                     "\", which is not one of "
                                      "the tools: use auto, none, required or a tool's name");
     }
     tools = std::move(named);
@@ -203,8 +212,7 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
     const auto caps = common_chat_templates_get_caps(t.t.get());
     const auto it = caps.find("supports_tool_calls");
     if (it != caps.end() && !it->second) {
-      return render_generic(t, messages, tools,
-                            in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED);
+      return render_generic(t, messages, tools, in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED);
     }
   }
   for (const ToolSpec& s : tools) in.tools.push_back({s.name, s.description, s.parameters});
@@ -216,7 +224,8 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
     p = common_chat_templates_apply(t.t.get(), in);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("the model's chat template failed on these "
-                                               "messages and tools: ") + e.what());
+                                               "messages and tools: ") +
+                                   e.what());
   }
   ChatRender r;
   r.prompt = std::move(p.prompt);
@@ -264,7 +273,8 @@ ParsedReply parse_reply(const ChatParser& parser, const std::string& text, bool 
     if (j.is_object() && j.contains("tool_call") && j.at("tool_call").is_object()) {
       const common_json& c = j.at("tool_call");
       ToolCall call;
-      if (c.contains("name") && c.at("name").is_string()) call.name = c.at("name").get<std::string>();
+      if (c.contains("name") && c.at("name").is_string())
+        call.name = c.at("name").get<std::string>();
       if (c.contains("arguments")) call.arguments = c.at("arguments").dump();
       out.tool_calls.push_back(std::move(call));
       out.ok = true;

@@ -14,14 +14,14 @@ namespace edgellm::engine {
 struct ChatParser;  // opaque: common's parser parameters for this template and request
 
 struct ChatRender {
-  std::string prompt;             // the rendered turns, the assistant's turn opened
-  std::string format;             // common's name for the output format (for the log)
-  bool parse = false;             // the reply goes through `parser` (tools, or reasoning)
+  std::string prompt;  // the rendered turns, the assistant's turn opened
+  std::string format;  // common's name for the output format (for the log)
+  bool parse = false;  // the reply goes through `parser` (tools, or reasoning)
   bool supports_thinking = false;
-  bool generic_tools = false;     // the template has no tool-call format: common's generic one
-  GrammarSpec grammar;            // the tool-call grammar (gbnf empty: none)
-  std::vector<std::string> stops; // stop strings the format adds
-  std::string generation_prompt;  // what the template put after the last turn
+  bool generic_tools = false;      // the template has no tool-call format: common's generic one
+  GrammarSpec grammar;             // the tool-call grammar (gbnf empty: none)
+  std::vector<std::string> stops;  // stop strings the format adds
+  std::string generation_prompt;   // what the template put after the last turn
   // Special tokens of the format (<tool_call>, </think>, ...) that must reach the parser as
   // their text, not as the nothing a special token otherwise prints.
   std::vector<std::string> preserved_tokens;
@@ -37,7 +37,7 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
 struct ParsedReply {
   std::string content, reasoning;
   std::vector<ToolCall> tool_calls;
-  bool ok = false;     // false: the text does not follow the format (all of it is content)
+  bool ok = false;        // false: the text does not follow the format (all of it is content)
   int dropped_calls = 0;  // final parse: calls whose arguments were cut off (not JSON)
   std::string error;
 };

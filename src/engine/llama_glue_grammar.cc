@@ -154,12 +154,25 @@ int json_depth(std::string_view text) {
 // uses one would get output the grammar did not check against it, so it is refused, naming
 // the keyword and where it is. Annotations (title, description, default, examples, $schema,
 // $id, $comment, ...) are fine.
-constexpr const char* kUnenforced[] = {
-    "multipleOf",        "uniqueItems",      "minProperties",        "maxProperties",
-    "not",               "if",               "then",                 "else",
-    "contains",          "minContains",      "maxContains",          "dependentRequired",
-    "dependentSchemas",  "patternProperties", "propertyNames",       "unevaluatedItems",
-    "unevaluatedProperties", "dependencies", "additionalItems"};
+constexpr const char* kUnenforced[] = {"multipleOf",
+                                       "uniqueItems",
+                                       "minProperties",
+                                       "maxProperties",
+                                       "not",
+                                       "if",
+                                       "then",
+                                       "else",
+                                       "contains",
+                                       "minContains",
+                                       "maxContains",
+                                       "dependentRequired",
+                                       "dependentSchemas",
+                                       "patternProperties",
+                                       "propertyNames",
+                                       "unevaluatedItems",
+                                       "unevaluatedProperties",
+                                       "dependencies",
+                                       "additionalItems"};
 
 bool is_integer_type(const common_json& schema) {
   if (!schema.contains("type")) return false;
@@ -252,8 +265,7 @@ Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const Gramm
       const char* start = pos;
       pos = parser.parse_rule(pos);
       if (parser.rules.size() > static_cast<size_t>(limits.max_rules)) {
-        return Status::InvalidArgument(name + " has more than " +
-                                       std::to_string(limits.max_rules) +
+        return Status::InvalidArgument(name + " has more than " + std::to_string(limits.max_rules) +
                                        " rules (max_rules), at " + where(text, start));
       }
     }
@@ -282,7 +294,8 @@ Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const Gramm
     return Status::InvalidArgument(name + " has no `root` rule: the output starts there");
   }
   if (!finite_rules(parser.rules)[root->second]) {
-    return Status::InvalidArgument(name + " can never end: every way through `root` refers "
+    return Status::InvalidArgument(name +
+                                   " can never end: every way through `root` refers "
                                    "back to itself without an alternative that finishes");
   }
   return Status::Ok();

@@ -25,7 +25,8 @@ std::string_view grown(const std::string& sent, std::string_view now) {
 
 // "call_" and 16 hex digits: unique enough for a client to match tool results to calls.
 std::string call_id() {
-  static thread_local SplitMix64 rng{(static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()};
+  static thread_local SplitMix64 rng{(static_cast<uint64_t>(std::random_device{}()) << 32) ^
+                                     std::random_device{}()};
   char buf[24];
   std::snprintf(buf, sizeof(buf), "call_%016llx", static_cast<unsigned long long>(rng.next()));
   return buf;

@@ -27,9 +27,9 @@ Status validate_sampling(const GenerateOptions& o);
 // descending logit order, a chunk at a time, until they hold the top_k highest allowed tokens
 // (1 for greedy): the same set a fully masked vocabulary would give top-k, so the same draw,
 // usually after a few hundred checks; tokens whose first byte the grammar rejects (one check of
-// each one-byte token tells) are skipped without a check. With min-p on, the search also stops at tokens whose
-// logit is below the best allowed one's + log(min_p), which min-p would drop (top-p then
-// normalizes over the tokens kept: its cutoff may differ a little from a fully masked
+// each one-byte token tells) are skipped without a check. With min-p on, the search also stops at
+// tokens whose logit is below the best allowed one's + log(min_p), which min-p would drop (top-p
+// then normalizes over the tokens kept: its cutoff may differ a little from a fully masked
 // vocabulary's). Otherwise every token is checked.
 //
 // Thread safety: one generation at a time.
@@ -61,7 +61,7 @@ class TokenSampler {
   SamplerPtr grammar_;  // null without a grammar
   const Model::Impl::VocabIndex* index_ = nullptr;
   std::vector<llama_token_data> cur_, allowed_;
-  size_t narrow_k_ = 0;  // 0: a rejected draw checks the whole vocabulary
+  size_t narrow_k_ = 0;    // 0: a rejected draw checks the whole vocabulary
   float min_p_floor_ = 0;  // log(min_p) when min-p is on (< 0), else 0
   int32_t resamples_ = 0;
 };
