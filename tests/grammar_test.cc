@@ -198,6 +198,12 @@ TEST_F(GrammarTest, BadGrammarsAreErrorsThatNameTheProblem) {
   // llama.cpp's parser would allocate without bound on this one (found by the fuzzer).
   EXPECT_NE(ErrorOf(WithGrammar("root ::= [^-z]{5,3} \"x\"")).find("maximum is below"),
             std::string::npos);
+  // Stacked repetitions made matching take exponential time (found by the fuzzer).
+  EXPECT_NE(ErrorOf(WithGrammar("root ::= [a-z]+ + \"x\"")).find("stacks repetition"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(WithGrammar("root ::= \"a\"*?")).find("stacks repetition"), std::string::npos);
+  EXPECT_NE(ErrorOf(WithGrammar("root ::= \"a\"{2}*")).find("stacks repetition"),
+            std::string::npos);
   GenerateOptions small = WithGrammar("root ::= a b c\na ::= \"a\"\nb ::= \"b\"\nc ::= \"c\"");
   small.grammar_limits.max_rules = 3;
   EXPECT_NE(ErrorOf(small).find("max_rules"), std::string::npos);

@@ -58,11 +58,19 @@ const char* skip_space(const char* p) {
   return p;
 }
 
-// Repetitions `{m,n}` whose maximum is below their minimum: llama.cpp's parser does not check
-// them and allocates without bound (found by fuzz/grammar_fuzz.cc), so they are refused
-// before it runs. Literals, character classes and comments are skipped.
+// Repetitions llama.cpp's parser accepts but cannot run safely, refused before it sees them
+// (both found by fuzz/grammar_fuzz.cc): `{m,n}` with n < m (the parser allocates without
+// bound), and repetition operators stacked on one item (`x++`, `x*?`, `x{2}*`: each wraps the
+// last in another rule, and matching a few characters then takes exponential time).
+// Literals, character classes and comments are skipped.
 Status check_repetitions(const std::string& name, const char* text) {
+  bool after_op = false;  // the last item was a repetition operator
+  auto stacked = [&](const char* p) {
+    return Status::InvalidArgument(name + " stacks repetition operators at " + where(text, p) +
+                                   ": repeat an item once (x+, x*, x?, x{m,n}), or group it");
+  };
   for (const char* p = text; *p; ++p) {
+    if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') continue;
     if (*p == '#') {
       while (p[1] && p[1] != '\n') ++p;
     } else if (*p == '"' || *p == '[') {
@@ -71,23 +79,36 @@ Status check_repetitions(const std::string& name, const char* text) {
         if (*p == '\\' && p[1]) ++p;
       }
       if (!*p) return Status::Ok();  // unterminated: the parser names it
+      after_op = false;
+    } else if (*p == '*' || *p == '+' || *p == '?') {
+      if (after_op) return stacked(p);
+      after_op = true;
     } else if (*p == '{') {
+      if (after_op) return stacked(p);
       const char* q = p + 1;
       while (*q == ' ' || *q == '\t') ++q;
       uint64_t lo = 0, hi = 0;
-      int digits = 0;
-      for (; *q >= '0' && *q <= '9' && digits < 19; ++q, ++digits) lo = lo * 10 + (*q - '0');
+      int lo_digits = 0, hi_digits = 0;
+      for (; *q >= '0' && *q <= '9' && lo_digits < 19; ++q, ++lo_digits) lo = lo * 10 + (*q - '0');
       while (*q == ' ' || *q == '\t') ++q;
-      if (digits == 0 || *q != ',') continue;
-      for (++q; *q == ' ' || *q == '\t'; ++q) {
+      if (*q == ',') {
+        for (++q; *q == ' ' || *q == '\t'; ++q) {
+        }
+        for (; *q >= '0' && *q <= '9' && hi_digits < 19; ++q, ++hi_digits) {
+          hi = hi * 10 + (*q - '0');
+        }
       }
-      digits = 0;
-      for (; *q >= '0' && *q <= '9' && digits < 19; ++q, ++digits) hi = hi * 10 + (*q - '0');
-      if (digits > 0 && hi < lo) {
+      if (lo_digits > 0 && hi_digits > 0 && hi < lo) {
         return Status::InvalidArgument(name + " repeats `{" + std::to_string(lo) + "," +
                                        std::to_string(hi) + "}` at " + where(text, p) +
                                        ": the maximum is below the minimum");
       }
+      while (*q && *q != '}' && *q != '\n') ++q;
+      if (*q != '}') return Status::Ok();  // malformed: the parser names it
+      p = q;
+      after_op = true;
+    } else {
+      after_op = false;
     }
   }
   return Status::Ok();
