@@ -175,8 +175,7 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
     msgs.insert(msgs.end(), messages.begin(), messages.end());
     GenerateOptions ro = o;
     ro.tools.clear();
-    Result<engine::ChatRender> rendered = engine::render_chat(*templates, session->model->model,
-                                                              msgs, ro);
+    Result<engine::ChatRender> rendered = engine::render_chat(*templates, msgs, ro);
     if (!rendered.ok()) return rendered.status();
     render = std::move(rendered).value();
   }

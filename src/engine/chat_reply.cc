@@ -37,7 +37,7 @@ Result<engine::ChatRender> Session::Impl::RenderChat(std::string_view user,
   if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
   msgs.insert(msgs.end(), o.history.begin(), o.history.end());
   if (!user.empty()) msgs.push_back({"user", std::string(user)});
-  Result<engine::ChatRender> r = engine::render_chat(**templates, model->model, msgs, o);
+  Result<engine::ChatRender> r = engine::render_chat(**templates, msgs, o);
   if (r.ok() && !o.tools.empty()) {
     detail::emit_log(LogLevel::kDebug, "edgellm",
                      "tool calls in the " + r->format + " format" +

@@ -178,8 +178,8 @@ Result<ChatRender> render_generic(const ChatTemplates& t, std::vector<ChatMessag
 
 }  // namespace
 
-Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
-                               const std::vector<ChatMessage>& messages, const GenerateOptions& o) {
+Result<ChatRender> render_chat(const ChatTemplates& t, const std::vector<ChatMessage>& messages,
+                               const GenerateOptions& o) {
   common_chat_templates_inputs in;
   in.use_jinja = true;
   in.add_generation_prompt = true;
@@ -261,7 +261,6 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
     }
     r.parser = std::move(parser);
   }
-  (void)model;
   return r;
 }
 

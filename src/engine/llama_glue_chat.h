@@ -31,8 +31,8 @@ struct ChatRender {
 // Renders `messages` (the last one answered next) with the model's template, the tools of `o`
 // and its tool_choice ("auto", "none", "required" or a tool's name). kInvalidArgument when the
 // template fails or tool_choice names no tool.
-Result<ChatRender> render_chat(const ChatTemplates& t, const llama_model* model,
-                               const std::vector<ChatMessage>& messages, const GenerateOptions& o);
+Result<ChatRender> render_chat(const ChatTemplates& t, const std::vector<ChatMessage>& messages,
+                               const GenerateOptions& o);
 
 struct ParsedReply {
   std::string content, reasoning;

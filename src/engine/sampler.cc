@@ -46,13 +46,33 @@ TokenSampler::TokenSampler(const GenerateOptions& o, int32_t n_vocab) : n_vocab_
   }
 }
 
+void TokenSampler::FillAll(const float* logits) {
+  cur_.resize(static_cast<size_t>(n_vocab_));
+  for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+}
+
+llama_token TokenSampler::Pick(llama_token_data_array* arr) {
+  if (arr->size == 0) return LLAMA_TOKEN_NULL;
+  if (chain_) {
+    llama_sampler_apply(chain_.get(), arr);
+    if (arr->selected < 0 || static_cast<size_t>(arr->selected) >= arr->size) {
+      return LLAMA_TOKEN_NULL;
+    }
+    return arr->data[arr->selected].id;
+  }
+  size_t best = 0;
+  for (size_t i = 1; i < arr->size; ++i) {
+    if (arr->data[i].logit > arr->data[best].logit) best = i;
+  }
+  return arr->data[best].id;
+}
+
 void TokenSampler::Candidates(const float* logits) {
-  cur_.clear();
   if (!index_) {
-    cur_.resize(static_cast<size_t>(n_vocab_));
-    for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+    FillAll(logits);
     return;
   }
+  cur_.clear();
   // Which first bytes the grammar allows now: one check of each one-byte token.
   std::array<llama_token_data, 256> probe;
   std::array<uint8_t, 256> byte_of;
@@ -100,11 +120,12 @@ llama_token TokenSampler::DrawNarrowed(const float* logits) {
     if (top < floor) break;
     llama_token_data_array part = {cur_.data() + done, end - done, -1, false};
     llama_sampler_apply(grammar_.get(), &part);
+    const bool first = allowed_.empty();
     for (size_t i = done; i < end; ++i) {
-      if (!std::isfinite(cur_[i].logit)) continue;
-      allowed_.push_back(cur_[i]);
+      if (std::isfinite(cur_[i].logit)) allowed_.push_back(cur_[i]);
     }
-    if (!allowed_.empty() && min_p_floor_ < 0) {
+    // The first chunk with allowed tokens holds the best allowed one (chunks descend).
+    if (first && !allowed_.empty() && min_p_floor_ < 0) {
       float best = -INFINITY;
       for (const auto& t : allowed_) best = std::max(best, t.logit);
       floor = best + min_p_floor_;
@@ -112,42 +133,26 @@ llama_token TokenSampler::DrawNarrowed(const float* logits) {
     done = end;
     chunk *= 4;
   }
-  if (allowed_.empty()) return LLAMA_TOKEN_NULL;
-  if (!chain_) {
-    return std::max_element(allowed_.begin(), allowed_.end(),
-                            [&](const auto& a, const auto& b) { return higher(b, a); })
-        ->id;
-  }
   llama_token_data_array arr = {allowed_.data(), allowed_.size(), -1, false};
-  llama_sampler_apply(chain_.get(), &arr);
-  if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) return LLAMA_TOKEN_NULL;
-  return arr.data[arr.selected].id;
+  return Pick(&arr);
 }
 
 llama_token TokenSampler::Draw(const float* logits, bool with_grammar) {
-  if (with_grammar) {
-    Candidates(logits);
-  } else {
-    cur_.resize(static_cast<size_t>(n_vocab_));
-    for (int32_t i = 0; i < n_vocab_; ++i) cur_[i] = {i, logits[i], 0.0f};
+  if (!with_grammar) {
+    FillAll(logits);
+    llama_token_data_array arr = {cur_.data(), cur_.size(), -1, false};
+    return Pick(&arr);
   }
+  Candidates(logits);
   llama_token_data_array arr = {cur_.data(), cur_.size(), -1, false};
-  if (with_grammar) {
-    llama_sampler_apply(grammar_.get(), &arr);
-    bool any = false;
-    for (size_t i = 0; i < arr.size && !any; ++i) any = std::isfinite(arr.data[i].logit);
-    if (!any) return LLAMA_TOKEN_NULL;
+  llama_sampler_apply(grammar_.get(), &arr);
+  // Only what the grammar allows goes on to the chain (or the argmax).
+  allowed_.clear();
+  for (const llama_token_data& t : cur_) {
+    if (std::isfinite(t.logit)) allowed_.push_back(t);
   }
-  if (chain_) {
-    llama_sampler_apply(chain_.get(), &arr);
-    if (arr.selected < 0 || static_cast<size_t>(arr.selected) >= arr.size) return LLAMA_TOKEN_NULL;
-    return arr.data[arr.selected].id;
-  }
-  size_t best = 0;
-  for (size_t i = 1; i < arr.size; ++i) {
-    if (arr.data[i].logit > arr.data[best].logit) best = i;
-  }
-  return arr.data[best].id;
+  llama_token_data_array kept = {allowed_.data(), allowed_.size(), -1, false};
+  return Pick(&kept);
 }
 
 Result<llama_token> TokenSampler::Sample(llama_context* ctx) {

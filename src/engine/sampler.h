@@ -53,6 +53,10 @@ class TokenSampler {
  private:
   llama_token Draw(const float* logits, bool with_grammar);
   llama_token DrawNarrowed(const float* logits);
+  // cur_ = every token with its logit.
+  void FillAll(const float* logits);
+  // The chain's draw from `arr` (the argmax on the greedy path); null when empty.
+  llama_token Pick(llama_token_data_array* arr);
   // cur_ = the tokens a rejected draw considers (all, or those of first bytes allowed).
   void Candidates(const float* logits);
 
