@@ -8,7 +8,9 @@
 #            runtime here).
 #   aarch64  a cross build for 64-bit ARM with llama.cpp at -march=armv8.2-a+dotprod
 #            (build-aarch64/), run under qemu-aarch64: the engine and streaming tests on the tiny
-#            fixture, and the main job's five prompts, whose text must equal x86's.
+#            fixture, and the main job's five prompts, whose text must equal x86's. It also builds
+#            what is installed and packed for aarch64 (libedgellm.so/.a, the npm package's
+#            linux-arm64 addon in build-aarch64/node/), which scripts/consumer.sh uses.
 #   scripts/cross.sh [clang|ohos|aarch64]...    (default: all three; needs build/ from setup.sh)
 # Time under emulation is not a performance figure. ccache keeps the rebuilds short.
 set -euo pipefail
@@ -115,11 +117,15 @@ run_ohos() {
 
 run_aarch64() {
   step "aarch64 (armv8.2-a+dotprod): cross build (build-aarch64/), tests under qemu-aarch64"
-  [ -f build-aarch64/build.ninja ] ||
-    cmake -S . -B build-aarch64 "${lean[@]}" -DEDGELLM_BUILD_NODE=OFF \
-      -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
-      -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod >/dev/null
-  cmake --build build-aarch64 -j "$jobs" --target edgellm_cli engine_test streamer_test
+  # The addon is compiled against this machine's Node headers: node_api.h is the same C API on
+  # every architecture.
+  cmake -S . -B build-aarch64 "${lean[@]}" -DEDGELLM_BUILD_NODE=ON \
+    -DEDGELLM_NODE_OUTPUT_DIR="$root/build-aarch64/node" \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
+    -DGGML_NATIVE=OFF -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod >/dev/null
+  cmake --build build-aarch64 -j "$jobs" --target edgellm_cli engine_test streamer_test \
+    edgellm_shared edgellm_static_dist edgellm_node
+  file -b build-aarch64/node/edgellm.node | grep -q aarch64 || die "build-aarch64/node/edgellm.node is not aarch64"
   file -b build-aarch64/bin/edgellm | grep -q aarch64 || die "build-aarch64/bin/edgellm is not aarch64"
   ctest --test-dir build-aarch64 --output-on-failure --timeout 900 \
     -R '^(fixtures_setup|engine_test|streamer_test)$'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, starts the servers the tests need (nginx on loopback), and runs
-# every test (unit, model, CLI, store, fuzz, and the ASan+UBSan twins) in one ctest invocation.
+# every test (unit, model, CLI, store, fuzz, and the ASan+UBSan twins) in one ctest invocation,
+# then the Node, web, cross-build and consumer (install, npm tarball) tests.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -17,3 +18,5 @@ printf '\n==> running the web demo end-to-end test (headless Chromium)\n' >&2
 node --test web/test/
 printf '\n==> the HarmonyOS shape: clang 15 + libc++, aarch64-linux-ohos compile, aarch64 under qemu\n' >&2
 bash scripts/cross.sh
+printf '\n==> consumer tests: the install, the npm tarball and aarch64, used from outside the tree\n' >&2
+bash scripts/consumer.sh

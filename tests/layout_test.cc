@@ -257,8 +257,9 @@ TEST_F(LayoutTest, LlamaCppHeadersStayWhereTheTableSays) {
       }
     }
   }
-  // The CLI, the addon and the benchmarks see the public API only.
-  for (const char* dir : {"tools", "bindings/node/src", "bench"}) {
+  // The CLI, the addon, the benchmarks and the consumer app (built against an install) see the
+  // public API only.
+  for (const char* dir : {"tools", "bindings/node/src", "bench", "tests/consumer"}) {
     for (const fs::path& file : sources(kRoot / dir)) {
       for (const std::string& inc : quoted_includes(read(file))) {
         const bool ours = inc.rfind("edgellm/", 0) == 0;

@@ -601,4 +601,6 @@ export interface LogSubscription {
 export function onLog(callback: (lines: LogLine[]) => void,
                       options?: { level?: LogLevel }): LogSubscription;
 
-export const version: { edgellm: string; llama: string; napi: number };
+/** The addon's versions: edgellm's (the package's version), the git commit it was built from,
+ * the llama.cpp release inside it, and the Node-API version it targets. */
+export const version: { edgellm: string; commit: string; llama: string; napi: number };

@@ -8,20 +8,44 @@
 const path = require('node:path');
 const fs = require('node:fs');
 
+// The addon: EDGELLM_NODE_ADDON when set, else a build in this checkout (build/edgellm.node),
+// else the package's prebuild for this platform and architecture (prebuilds/linux-x64/, ...,
+// see prebuilds.js). llama.cpp is linked into it: it needs only the system's libraries.
 function loadAddon() {
-  const candidates = [
-    process.env.EDGELLM_NODE_ADDON,
+  const platform = `${process.platform}-${process.arch}`;
+  const fromEnv = process.env.EDGELLM_NODE_ADDON;
+  const candidates = fromEnv ? [fromEnv] : [
     path.join(__dirname, 'build', 'edgellm.node'),
-    path.join(__dirname, 'prebuilds', `${process.platform}-${process.arch}`, 'edgellm.node'),
-  ].filter(Boolean);
-  for (const file of candidates) {
-    if (fs.existsSync(file)) return require(file);
+    path.join(__dirname, 'prebuilds', platform, 'edgellm.node'),
+  ];
+  const file = candidates.find((f) => fs.existsSync(f));
+  if (file === undefined) throw missingAddon(platform, fromEnv);
+  try {
+    return require(file);
+  } catch (cause) {
+    const err = new Error(`edgellm: the addon ${file} does not load on ${platform}: ${cause.message}` +
+      ' (a prebuild needs glibc 2.36 or later and the libcurl, OpenSSL 3 and libgomp libraries: ' +
+      'on Debian/Ubuntu apt install libcurl4 libssl3 libgomp1; or build it from source, see ' +
+      'docs/install.md)');
+    err.code = 'ERR_EDGELLM_ADDON_LOAD';
+    err.cause = cause;
+    throw err;
   }
-  const err = new Error(
-    `edgellm: the native addon is not built (looked for ${candidates.join(', ')}): ` +
-      'run scripts/setup.sh (or cmake --build build --target edgellm_node) at the repository root');
+}
+
+function missingAddon(platform, fromEnv) {
+  let have = [];
+  try {
+    have = fs.readdirSync(path.join(__dirname, 'prebuilds'));
+  } catch {}
+  const err = new Error(fromEnv
+    ? `edgellm: EDGELLM_NODE_ADDON is ${fromEnv}, which does not exist`
+    : `edgellm: no native addon for ${platform}: this package has prebuilds for ` +
+      `${have.length ? have.join(', ') : 'no platform'}. Build one from edgellm's source ` +
+      '(bash scripts/setup.sh edgellm_node, docs/install.md) and set EDGELLM_NODE_ADDON to the ' +
+      'edgellm.node it writes');
   err.code = 'ERR_EDGELLM_ADDON_MISSING';
-  throw err;
+  return err;
 }
 
 const native = loadAddon();

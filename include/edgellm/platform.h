@@ -6,8 +6,12 @@
 #include <cstdint>
 
 namespace edgellm {
-// "0.1.0"
+// This library's version, "0.1.0": the same as the CLI's, the npm package's and the HAR's.
+// An app built against one version's headers must run with that version's libedgellm.so
+// (its SONAME, libedgellm.so.MAJOR.MINOR while the major version is 0, says so).
 const char* version();
+// The git commit the library was built from, "6e10230c1a2b" ("unknown" outside a git checkout).
+const char* git_commit();
 // The llama.cpp release this build links, e.g. "v0.4.0 (80fb11a)".
 const char* llama_build();
 

@@ -170,7 +170,9 @@ int chat(ChatArgs& a) {
 Action add_chat(CLI::App& app) {
   static ChatArgs a;
   auto* cmd = app.add_subcommand("chat", "A conversation that keeps its KV cache between turns");
-  cmd->add_option("-m,--model", a.model, "GGUF model with a chat template")->required();
+  cmd->add_option("-m,--model", a.model,
+                  "GGUF model with a chat template (default: edgellm's own, "
+                  "edgellm-tiny-F32.gguf, from the install's share/edgellm/)");
   cmd->add_option("--system", a.system, "System prompt");
   cmd->add_option("--ctx", a.so.n_ctx, "Context length (default: min(n_ctx_train, 2048))");
   cmd->add_option("--threads", a.so.n_threads, "Threads (default: physical cores)");
@@ -189,7 +191,10 @@ Action add_chat(CLI::App& app) {
   add_constraint_options(cmd, &a.constraint);
   cmd->add_flag("--json", a.json, "One JSON line per turn on stdout instead of the text");
   cmd->add_flag("-q,--quiet", a.quiet, "No per-turn stats");
-  return [] { return chat(a); };
+  return [] {
+    if (auto st = use_default_model(&a.model, a.quiet); !st.ok()) return fail(st);
+    return chat(a);
+  };
 }
 
 }  // namespace cli

@@ -45,7 +45,7 @@ int run_tiers(const PlanArgs& a) {
   auto kvt = edgellm::kv_type_from_name(a.kv);
   if (!kvt.ok()) return fail(kvt.status());
   t.kv_type = *kvt;
-  t.vocab_path = EDGELLM_DEFAULT_VOCAB;
+  t.vocab_path = default_vocab();
   std::optional<edgellm::Task> task;
   if (!a.task.empty()) {
     auto tk = edgellm::task_from_name(a.task);

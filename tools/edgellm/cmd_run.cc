@@ -230,7 +230,9 @@ int run(RunArgs& a) {
 Action add_run(CLI::App& app) {
   static RunArgs a;
   auto* cmd = app.add_subcommand("run", "Stream a generation from a GGUF model");
-  cmd->add_option("-m,--model", a.model, "GGUF model file")->required();
+  cmd->add_option("-m,--model", a.model,
+                  "GGUF model file (default: edgellm's own, edgellm-tiny-F32.gguf, from the "
+                  "install's share/edgellm/)");
   auto* p = cmd->add_option("-p,--prompt", a.prompt, "Prompt text");
   auto* pf = cmd->add_option("-f,--file", a.prompt_file, "Read the prompt from a file");
   p->excludes(pf);
@@ -283,6 +285,7 @@ Action add_run(CLI::App& app) {
     if (a.prompt.empty() && a.prompt_file.empty()) {
       return fail(edgellm::Status::InvalidArgument("no prompt: pass -p TEXT or -f FILE"));
     }
+    if (auto st = use_default_model(&a.model, a.quiet); !st.ok()) return fail(st);
     return run(a);
   };
 }

@@ -9,7 +9,7 @@ Action add_synth(CLI::App& app) {
   static edgellm::SynthOptions o;
   static bool list = false, lora = false;
   static edgellm::SynthLoraOptions lo;
-  o.vocab_path = EDGELLM_DEFAULT_VOCAB;
+  o.vocab_path = default_vocab();
   auto* cmd = app.add_subcommand(
       "synth", "Write a GGUF with random weights at a real model's shapes and real Qwen2 vocab");
   cmd->add_option("--preset", o.preset, "Shape preset (see --list)");

@@ -6,8 +6,9 @@
 int main(int argc, char** argv) {
   edgellm::TuneAllocator();
   CLI::App app{"edgellm: run open LLMs (GGUF) on small devices"};
-  app.set_version_flag("--version", std::string("edgellm ") + edgellm::version() +
-                                        ", llama.cpp " + edgellm::llama_build());
+  app.set_version_flag("--version", std::string("edgellm ") + edgellm::version() + " (commit " +
+                                        edgellm::git_commit() + "), llama.cpp " +
+                                        edgellm::llama_build());
   app.require_subcommand(1);
   cli::Action run = cli::add_run(app);
   cli::Action chat = cli::add_chat(app);

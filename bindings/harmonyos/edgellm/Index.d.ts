@@ -636,9 +636,12 @@ export function onLog(callback: (lines: LogLine[]) => void,
 
 export interface VersionInfo {
   edgellm: string;
+  commit: string;
   llama: string;
   napi: number;
 }
+/** The addon's versions: edgellm's (the package's version), the git commit it was built from,
+ * the llama.cpp release inside it, and the Node-API version it targets. */
 export const version: VersionInfo;
 
 /** What the API needs of a cancel signal: ArkTS has no AbortSignal, so any object with these

@@ -155,6 +155,7 @@ bool define_functions(napi_env env, napi_value exports) {
   }
   napi_value v = make_object(env);
   set(env, v, "edgellm", version());
+  set(env, v, "commit", git_commit());
   set(env, v, "llama", llama_build());
   set(env, v, "napi", static_cast<double>(NAPI_VERSION));
   set(env, exports, "version", v);

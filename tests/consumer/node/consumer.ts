@@ -1,0 +1,20 @@
+// Type-checked (tsc --strict --noEmit) in the npm project that installed edgellm's tarball
+// (scripts/consumer.sh): the package's index.d.ts is what an app compiles against. Never run.
+import { Model, version, type GenerateResult } from 'edgellm';
+
+async function main(file: string): Promise<string> {
+  const model: Model = await Model.load(file, { threads: 2 });
+  const r: GenerateResult = await model.generate('你好', {
+    chat: true, temperature: 0, maxTokens: 64, onToken: (t: string) => { void t; },
+  });
+  const conv = await model.conversation();
+  const turn = await conv.send('Say it in English.', { maxTokens: 32 });
+  const json = await model.generate<{ city: string }>('city: Chengdu', {
+    jsonSchema: { type: 'object', properties: { city: { type: 'string' } } },
+  });
+  await model.dispose();
+  const commit: string = version.commit;
+  return `${r.text} ${turn.stats.nCached} ${json.json?.city ?? ''} ${commit}`;
+}
+
+void main;
