@@ -44,7 +44,6 @@ foreach(lib ${EDGELLM_OPENBLAS_LIBS})
 endforeach()
 list(APPEND EDGELLM_STATIC_DEPS ${CMAKE_DL_LIBS} m)
 string(APPEND EDGELLM_PC_LIBS_PRIVATE " -ldl -lm")
-set(EDGELLM_SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 
 set(EDGELLM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/edgellm)
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/edgellmConfig.cmake.in

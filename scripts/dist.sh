@@ -22,8 +22,8 @@ cmake --build build-dist -j "${EDGELLM_JOBS:-$(nproc)}" --target edgellm_node >&
 
 step "npm pack (bindings/node) into $out"
 mkdir -p "$out"
-json=$(cd bindings/node && npm pack --json --pack-destination "$out" 2>/dev/null) ||
-  { (cd bindings/node && npm pack --pack-destination "$out" >&2) || true; echo "dist: npm pack failed" >&2; exit 1; }
+# The JSON report on stdout; prebuilds.js's lines and any error on stderr.
+json=$(cd bindings/node && npm pack --json --loglevel=warn --pack-destination "$out")
 node -e '
   const [p] = JSON.parse(process.argv[1]);
   const mib = (n) => (n / 1048576).toFixed(1) + " MiB";

@@ -39,11 +39,9 @@ Action add_quant_study(CLI::App& app);
 Action add_advise(CLI::App& app);
 
 // The model `run` and `chat` use without -m: edgellm's own, installed in PREFIX/share/edgellm/
-// (EDGELLM_DATA_DIR overrides; a CLI in a build folder finds the source tree's assets/).
-// kNotFound says where it looked and what to do.
+// (EDGELLM_DATA_DIR overrides; a CLI in a build folder finds the source tree's assets/). An
+// empty *model becomes its path, said on stderr unless quiet; kNotFound says where it looked.
 inline constexpr const char* kDefaultModel = "edgellm-tiny-F32.gguf";
-edgellm::Result<std::string> default_model();
-// An empty -m becomes default_model(), said on stderr unless quiet.
 edgellm::Status use_default_model(std::string* model, bool quiet);
 // llama.cpp's ggml-vocab-qwen2.gguf for `synth` and `plan`, found the same way.
 std::string default_vocab();

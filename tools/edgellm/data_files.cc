@@ -3,8 +3,6 @@
 // `cmake --install` puts both in PREFIX/share/edgellm/; a CLI run from a build folder finds them
 // in the source tree. Both places are relative to the executable, so neither an installed CLI
 // nor a moved install refers back to the tree it was built in.
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -47,8 +45,7 @@ std::string find_first(const std::vector<fs::path>& paths) {
   return "";
 }
 
-}  // namespace
-
+// kNotFound says where it looked and what to do.
 edgellm::Result<std::string> default_model() {
   const std::vector<fs::path> paths = candidates(kDefaultModel, EDGELLM_TREE_ASSETS_REL);
   std::string found = find_first(paths);
@@ -62,6 +59,8 @@ edgellm::Result<std::string> default_model() {
                                    "): pass -m MODEL.gguf, or install edgellm with "
                                    "`cmake --install build --prefix DIR`");
 }
+
+}  // namespace
 
 edgellm::Status use_default_model(std::string* model, bool quiet) {
   if (!model->empty()) return edgellm::Status::Ok();
