@@ -127,6 +127,10 @@ run_aarch64() {
     edgellm_shared edgellm_static_dist edgellm_node
   file -b build-aarch64/node/edgellm.node | grep -q aarch64 || die "build-aarch64/node/edgellm.node is not aarch64"
   file -b build-aarch64/bin/edgellm | grep -q aarch64 || die "build-aarch64/bin/edgellm is not aarch64"
+  # Under qemu every test but two, which run the same C++ on every architecture and take
+  # half of this stage's 4 minutes there: the UTF-8 streaming test's 400 full-vocabulary
+  # samples, and the cancel inside one large prompt decode. The x86 builds run both.
+  GTEST_FILTER='-EngineTest.StreamedPiecesAreValidUtf8AndReassembleExactly:EngineTest.CancelInsideOneLargeDecodeUsesAbortCallback' \
   ctest --test-dir build-aarch64 --output-on-failure --timeout 900 \
     -R '^(fixtures_setup|engine_test|streamer_test)$'
   x86_reference

@@ -180,15 +180,17 @@ size_t common_bytes(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// 40 scripted turns in 512 tokens: every turn is answered, the oldest turns go.
+// 40 scripted turns in 512 tokens (16 in the ASan twin: the drops start by turn 9): every turn
+// is answered, the oldest turns go.
 void RunLongChat(Session& s, bool expect_fresh_after_drop, const Model& model) {
+  const int turns = testutil::kSanitized ? 16 : 40;
   ConversationOptions co;
   co.system_prompt = "System: you run on a phone. Keep this instruction.";
   auto c = Conversation::Create(s, co);
   ASSERT_TRUE(c.ok());
   int dropped = 0;
   int turns_with_reuse = 0;
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < turns; ++i) {
     const std::string turn = "turn " + std::to_string(i) + ": " + kTurns[i % kTurns.size()];
     auto r = c.value()->Send(turn, Greedy(20));
     ASSERT_TRUE(r.ok()) << "turn " << i << ": " << r.status().ToString();
@@ -223,14 +225,15 @@ void RunLongChat(Session& s, bool expect_fresh_after_drop, const Model& model) {
   const auto& h = c.value()->history();
   int users = 0;
   for (const ChatMessage& m : h) users += m.role == "user";
-  EXPECT_EQ(dropped + users, 40);  // every turn is either still there or counted as dropped
-  EXPECT_GT(dropped, 10);
+  EXPECT_EQ(dropped + users, turns);  // every turn is either still there or counted as dropped
+  EXPECT_GT(dropped, turns / 4);
   EXPECT_EQ(h.back().role, "assistant");
-  EXPECT_EQ(h[h.size() - 2].content, "turn 39: " + kTurns[39 % kTurns.size()]);
+  EXPECT_EQ(h[h.size() - 2].content,
+            "turn " + std::to_string(turns - 1) + ": " + kTurns[(turns - 1) % kTurns.size()]);
   EXPECT_EQ(c.value()->options().system_prompt, co.system_prompt);
   const std::string rendered = s.FormatChat("probe", co.system_prompt).value();
   EXPECT_NE(rendered.find("Keep this instruction"), std::string::npos);
-  EXPECT_GE(turns_with_reuse, 39);  // the system prompt at least is reused after every drop
+  EXPECT_GE(turns_with_reuse, turns - 1);  // the system prompt at least is reused after every drop
 }
 
 TEST_F(ConversationTest, FortyTurnsInASmallContextWithKvShift) {

@@ -8,6 +8,15 @@
 
 namespace testutil {
 
+// True in the ASan+UBSan twins. The twins are for what a sanitizer can find (parsers,
+// lifetimes, buffers); a long loop that repeats the same code paths for a statistical or
+// many-turn property runs fewer rounds there, and its full length in the plain binary.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 // Path of a synth model (preset, type), created with seed 1 if missing. Aborts the
 // test (ADD_FAILURE + empty string) when generation fails.
 std::string synth_model(const std::string& preset, const std::string& type);
