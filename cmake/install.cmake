@@ -29,7 +29,7 @@ install(FILES ${LLAMA_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME LI
 
 # What a static link needs beyond libedgellm.a: the system libraries of llama.cpp's CPU backend
 # (OpenMP) and of training's OpenBLAS, when this build has them.
-set(EDGELLM_STATIC_DEPS "OpenSSL::Crypto;CURL::libcurl;Threads::Threads")
+set(EDGELLM_STATIC_DEPS "OpenSSL::Crypto;CURL::libcurl;SQLite::SQLite3;Threads::Threads")
 set(EDGELLM_PC_LIBS_PRIVATE "-lpthread")
 set(EDGELLM_FIND_OPENMP "")
 if(GGML_OPENMP_ENABLED)

@@ -28,7 +28,7 @@ done
 
 # ---- packages: clang/libc++ 15, the aarch64 cross compiler, qemu-user, arm64 libraries ----
 pkgs=(clang-15 libc++-15-dev libc++abi-15-dev g++-aarch64-linux-gnu qemu-user
-      libssl-dev:arm64 libcurl4-openssl-dev:arm64 libgtest-dev:arm64 libcpp-httplib-dev:arm64
+      libssl-dev:arm64 libcurl4-openssl-dev:arm64 libsqlite3-dev:arm64 libgtest-dev:arm64 libcpp-httplib-dev:arm64
       libgomp1:arm64)  # ggml-cpu runs on OpenMP: its arm64 runtime, for qemu
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

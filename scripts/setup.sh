@@ -12,7 +12,7 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 pkgs=(build-essential cmake ninja-build ccache git ca-certificates openssl
       libgtest-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev
-      libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
+      libcurl4-openssl-dev libssl-dev libcpp-httplib-dev libsqlite3-dev
       pkg-config libopenblas-openmp-dev   # training's gradient matrix products
       clang-14 libclang-rt-14-dev nginx   # clang: the fuzzer; nginx: store tests
       chromium fonts-noto-cjk)            # the web demo's end-to-end test (CJK text renders)

@@ -25,8 +25,9 @@ function loadAddon() {
   } catch (cause) {
     const err = new Error(`edgellm: the addon ${file} does not load on ${platform}: ${cause.message}` +
       ' (a prebuild needs glibc 2.34 or later, libstdc++ of GCC 12 or later, and the libcurl, ' +
-      'OpenSSL 3 and libgomp libraries: ' +
-      'on Debian/Ubuntu apt install libcurl4 libssl3 libgomp1; or build it from source, see ' +
+      'OpenSSL 3, SQLite 3 and libgomp libraries: ' +
+      'on Debian/Ubuntu apt install libcurl4 libssl3 libsqlite3-0 libgomp1; or build it from ' +
+      'source, see ' +
       'docs/install.md)');
     err.code = 'ERR_EDGELLM_ADDON_LOAD';
     err.cause = cause;

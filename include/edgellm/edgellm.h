@@ -4,6 +4,8 @@
 #include "edgellm/cloud.h"
 #include "edgellm/conversation.h"
 #include "edgellm/device.h"
+#include "edgellm/embed.h"
+#include "edgellm/index.h"
 #include "edgellm/log.h"
 #include "edgellm/lora.h"
 #include "edgellm/model.h"

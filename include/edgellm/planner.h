@@ -28,6 +28,12 @@ struct PlanOptions {
   KvType kv_type = KvType::kF16;
   uint64_t ram_bytes = 0;    // device RAM; 0 = this device's total RAM
   double budget_fraction = 0.40;  // share of RAM the app may use (the seed: 40%)
+  // Plan an Embedder (edgellm/embed.h) instead of a chat Session: n_ctx and n_batch are then
+  // its batch_tokens (-1: its default, max(512, max tokens per text)) and `embed_texts` its
+  // batch_texts; compute buffers come from the same dry run, and `outputs_bytes` counts the
+  // output rows llama.cpp reserves for every token of a decode (n_vocab + n_embd floats each).
+  bool embedding = false;
+  int32_t embed_texts = 64;
 };
 
 struct MemoryPlan {
@@ -46,7 +52,8 @@ struct MemoryPlan {
   uint64_t kv_bytes_llama = 0;  // the same as libllama's dry run sizes it (a cross-check)
   uint64_t compute_bytes = 0;   // compute buffers (libllama dry run)
   uint64_t overhead_bytes = 0;  // vocabulary tables, runtime and allocator slack
-  uint64_t total_bytes = 0;     // weights + kv + compute + overhead
+  uint64_t outputs_bytes = 0;   // embedding: the per-token output rows of one decode
+  uint64_t total_bytes = 0;     // weights + kv + compute + overhead (+ outputs)
   // Verdict.
   bool fits = false;
   int32_t max_ctx_that_fits = 0;  // 0 when even a 256-token context does not fit

@@ -22,10 +22,26 @@ struct SynthPreset {
   // The chat template stamped into the file: a file of llama.cpp's models/templates (the real
   // template of the model this preset mimics), or "" for the vocabulary file's own.
   std::string chat_template = "";
+  // llama.cpp's architecture: "qwen2" (chat models) or "bert" (encoders for embeddings and
+  // rerank: learned positions, LayerNorm with biases, GELU, non-causal attention).
+  std::string arch = "qwen2";
+  // For encoders: the pooling written to the file (llama.cpp's llama_pooling_type: 1 mean,
+  // 2 CLS, 4 rank), whether the file carries a classification head (cls, cls.output: a
+  // reranker's), and the vocabulary file it uses instead of SynthOptions::vocab_path's
+  // (read from the same folder: llama.cpp's models/).
+  int32_t pooling = -1;
+  bool classifier = false;
+  std::string vocab_file = "";
+  // The instruction the model's authors put before a search query (and before documents),
+  // stamped as edgellm.embedding.query_prefix / document_prefix; the Embedder reads them.
+  std::string query_prefix = "";
+  std::string document_prefix = "";
 };
 
 // The built-in presets: tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b,
-// deepseek-r1-distill-qwen-1.5b.
+// deepseek-r1-distill-qwen-1.5b (chat models, Qwen2 vocabulary); minilm-l6, bge-small-en-v1.5
+// (embedding encoders) and bge-reranker-base (a reranker), with the WordPiece vocabulary of
+// llama.cpp's models/ggml-vocab-bert-bge.gguf.
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
 

@@ -118,6 +118,28 @@ Result<std::string> apply_chat_template(const ChatTemplates& t,
                                         const std::vector<ChatMessage>& messages,
                                         bool add_assistant);
 
+// ---- embeddings and rerank (llama_glue_embed.cc) ----
+// Parameters of an embedding context: every token an output, `pooling` (llama_pooling_type),
+// up to `n_seq` texts per decode in one unified memory, one ubatch of `n_tokens` (an encoder
+// must see a whole text at once).
+llama_context_params embed_context_params(int32_t n_tokens, int32_t n_seq, int32_t n_threads,
+                                          int pooling);
+// The pooling the model's GGUF names (<arch>.pooling_type), -1 when it names none.
+int model_pooling(const llama_model* model);
+// The pooling a context applies.
+int context_pooling(const llama_context* ctx);
+// Sequence `seq`'s pooled output after a decode: model_embd_out() floats, or for rank pooling
+// model_cls_out() scores. Null when the context has none.
+const float* sequence_output(llama_context* ctx, int32_t seq);
+int32_t model_embd_out(const llama_model* model);
+int32_t model_cls_out(const llama_model* model);
+// The model's rerank prompt ("...{query}...{document}..."), null when it has none.
+const char* rerank_template(const llama_model* model);
+// The most sequences one context can hold.
+int32_t max_sequences();
+// True for encoder-decoder models (T5), whose embeddings llama.cpp does not compute.
+bool is_encoder_decoder(const llama_model* model);
+
 // ---- names ----
 const char* ftype_name(int ftype);  // "Q4_K_M", "F16", ...; "unknown" otherwise
 bool ftype_from_name(const std::string& name, llama_ftype* out);

@@ -40,8 +40,13 @@ struct DryRun {
 };
 
 // Creates a context on a no_alloc model: libllama sizes every buffer without allocating.
-Status dry_run(const Model::Impl& m, int32_t n_ctx, int32_t n_batch, KvType kv, DryRun* out) {
-  llama_context_params cp = engine::context_params(n_ctx, n_batch, -1, ggml_kv_type(kv));
+// With embed_texts > 0, the context an Embedder creates (n_ctx = n_batch = batch tokens).
+Status dry_run(const Model::Impl& m, int32_t n_ctx, int32_t n_batch, KvType kv, DryRun* out,
+               int32_t embed_texts = 0) {
+  llama_context_params cp =
+      embed_texts > 0
+          ? engine::embed_context_params(n_ctx, embed_texts, -1, engine::model_pooling(m.model))
+          : engine::context_params(n_ctx, n_batch, -1, ggml_kv_type(kv));
   engine::take_llama_errors();
   llama_context* ctx = nullptr;
   try {
@@ -117,6 +122,63 @@ uint64_t formula_bytes(uint64_t n_params, double bits) {
   return static_cast<uint64_t>(static_cast<double>(n_params) * bits / 8.0 * 1.2);
 }
 
+// The device's budget and the seed's formula, for either plan.
+static Status plan_basics(const ModelInfo& info, const PlanOptions& o, MemoryPlan* p) {
+  p->ram_bytes = o.ram_bytes;
+  if (p->ram_bytes == 0) {
+    auto dev = read_device_profile();
+    if (!dev.ok()) return dev.status();
+    p->ram_bytes = dev->total_ram_bytes;
+  }
+  p->budget_bytes = static_cast<uint64_t>(static_cast<double>(p->ram_bytes) * o.budget_fraction);
+  p->n_params = info.n_params;
+  p->quant = info.quant;
+  p->formula_bits = nominal_bits(info.quant);
+  p->formula_bytes = formula_bytes(info.n_params, p->formula_bits);
+  return Status::Ok();
+}
+
+// An Embedder's plan: weights, the context of one batch (a decoder embedder's KV cells; an
+// encoder has none), its compute buffers and output rows. No context search: the batch size
+// is what an app chooses, and the advice says which one fits.
+static Result<MemoryPlan> plan_embedder(const Model& model, const PlanOptions& o) {
+  const ModelInfo& info = model.info();
+  MemoryPlan p;
+  p.kv_type = o.kv_type;
+  const int32_t per_text = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 8192, 8192);
+  p.n_ctx = o.n_ctx == -1 ? std::max(512, per_text) : o.n_ctx;
+  if (p.n_ctx < 16 || p.n_ctx > 65536) {
+    return Status::InvalidArgument("batch tokens " + std::to_string(p.n_ctx) +
+                                   " are outside 16..65536");
+  }
+  if (o.embed_texts < 1 || o.embed_texts > engine::max_sequences()) {
+    return Status::InvalidArgument("texts per batch " + std::to_string(o.embed_texts) +
+                                   " are outside 1.." + std::to_string(engine::max_sequences()));
+  }
+  p.n_batch = p.n_ctx;
+  EDGELLM_RETURN_IF_ERROR(plan_basics(info, o, &p));
+  DryRun dr;
+  EDGELLM_RETURN_IF_ERROR(dry_run(*model.impl(), p.n_ctx, p.n_ctx, o.kv_type, &dr, o.embed_texts));
+  p.weights_bytes = info.weights_bytes;
+  p.kv_bytes = dr.context;
+  p.kv_bytes_llama = dr.context;
+  p.compute_bytes = dr.compute;
+  p.overhead_bytes = runtime_overhead(info);
+  p.outputs_bytes = static_cast<uint64_t>(p.n_ctx) *
+                    (static_cast<uint64_t>(info.n_vocab) + static_cast<uint64_t>(info.n_embd)) *
+                    sizeof(float);
+  p.total_bytes = p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes +
+                  p.outputs_bytes;
+  p.fits = p.total_bytes <= p.budget_bytes;
+  p.max_ctx_that_fits = p.fits ? p.n_ctx : 0;
+  if (!p.fits) {
+    p.advice = "needs " + gib(p.total_bytes) + " with batches of " + std::to_string(p.n_ctx) +
+               " tokens, budget is " + gib(p.budget_bytes) +
+               ": use smaller batches (batch_tokens, --batch) or a smaller model";
+  }
+  return p;
+}
+
 Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions& o) {
   if (!(o.budget_fraction > 0 && o.budget_fraction <= 1)) {
     return Status::InvalidArgument("budget fraction must be in (0, 1], e.g. 0.4");
@@ -128,6 +190,7 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
   if (!model.ok()) return model.status();
   const ModelInfo& info = (*model)->info();
 
+  if (o.embedding) return plan_embedder(**model, o);
   MemoryPlan p;
   p.kv_type = o.kv_type;
   p.n_ctx = o.n_ctx == -1 ? std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 2048, 2048)
@@ -137,18 +200,7 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
                                    std::to_string(info.n_ctx_train) + " for this model");
   }
   p.n_batch = std::min(o.n_batch, p.n_ctx);
-  p.ram_bytes = o.ram_bytes;
-  if (p.ram_bytes == 0) {
-    auto dev = read_device_profile();
-    if (!dev.ok()) return dev.status();
-    p.ram_bytes = dev->total_ram_bytes;
-  }
-  p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.ram_bytes) * o.budget_fraction);
-
-  p.n_params = info.n_params;
-  p.quant = info.quant;
-  p.formula_bits = nominal_bits(info.quant);
-  p.formula_bytes = formula_bytes(info.n_params, p.formula_bits);
+  EDGELLM_RETURN_IF_ERROR(plan_basics(info, o, &p));
 
   DryRun dr;
   EDGELLM_RETURN_IF_ERROR(dry_run(*(*model)->impl(), p.n_ctx, p.n_batch, o.kv_type, &dr));

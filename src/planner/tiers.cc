@@ -96,7 +96,7 @@ Result<std::vector<TierRow>> plan_tiers(const TierOptions& o) {
 
   std::vector<TierRow> rows;
   for (const SynthPreset& p : synth_presets()) {
-    if (p.name == "tiny") continue;
+    if (p.name == "tiny" || p.arch != "qwen2") continue;  // chat models only
     for (const auto& q : o.quants) {
       SynthOptions so;
       so.preset = p.name;

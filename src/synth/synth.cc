@@ -19,6 +19,7 @@
 #include "engine/llama_glue.h"
 #include "engine/gguf_io.h"
 #include "core/rng.h"
+#include "synth/synth_impl.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "llama-ext.h"
@@ -37,13 +38,8 @@ uint64_t hash_name(const char* s, uint64_t seed) {
   return h;
 }
 
-struct TensorSpec {
-  std::string name;
-  int64_t ne0, ne1;  // ne1 == 1 for vectors
-  enum Init { kWeight, kOnes, kBias } init;
-};
-
 std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
+  if (p.arch == "bert") return bert_tensor_specs(p);
   const int64_t head_dim = p.n_embd / p.n_head;
   const int64_t n_embd_kv = head_dim * p.n_head_kv;
   std::vector<TensorSpec> t;
@@ -145,7 +141,25 @@ Status stamp_template(const SynthPreset& p, const SynthOptions& o, gguf_context*
   return Status::Ok();
 }
 
+void set_qwen2_hparams(const SynthPreset& p, bool f32, gguf_context* out);
+
 void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_context* out) {
+  if (p.arch == "bert") {
+    set_bert_hparams(p, f32, out);
+  } else {
+    set_qwen2_hparams(p, f32, out);
+  }
+  if (!p.query_prefix.empty()) {
+    gguf_set_val_str(out, "edgellm.embedding.query_prefix", p.query_prefix.c_str());
+  }
+  if (!p.document_prefix.empty()) {
+    gguf_set_val_str(out, "edgellm.embedding.document_prefix", p.document_prefix.c_str());
+  }
+  gguf_set_val_str(out, "edgellm.synth.preset", p.name.c_str());
+  gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
+}
+
+void set_qwen2_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
   gguf_set_val_str(out, "general.architecture", "qwen2");
   gguf_set_val_str(out, "general.name", ("edgellm-synth-" + p.name).c_str());
   gguf_set_val_u32(out, "general.file_type", f32 ? LLAMA_FTYPE_ALL_F32 : LLAMA_FTYPE_MOSTLY_F16);
@@ -157,8 +171,6 @@ void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_con
   gguf_set_val_u32(out, "qwen2.attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
   gguf_set_val_f32(out, "qwen2.rope.freq_base", p.rope_freq_base);
   gguf_set_val_f32(out, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
-  gguf_set_val_str(out, "edgellm.synth.preset", p.name.c_str());
-  gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
 }
 
 // The types llama_model_quantize gives each tensor of `preset` for `ftype`, through libllama's
@@ -221,10 +233,11 @@ void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, 
 Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_ftype ftype,
                   const std::string& path) {
   engine::ensure_backend();
+  const std::string vocab_path = preset_vocab_path(p, o.vocab_path);
   gguf_init_params vp{/*no_alloc=*/true, /*ctx=*/nullptr};
-  GgufPtr vocab(gguf_init_from_file(o.vocab_path.c_str(), vp));
+  GgufPtr vocab(gguf_init_from_file(vocab_path.c_str(), vp));
   if (!vocab) {
-    return Status::NotFound("cannot read the vocabulary GGUF " + o.vocab_path +
+    return Status::NotFound("cannot read the vocabulary GGUF " + vocab_path +
                             ": run scripts/setup.sh (it fetches llama.cpp's models/) or pass --vocab");
   }
   GgufPtr out(gguf_init_empty());
@@ -243,7 +256,7 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
   uint64_t total = 0;
   for (const TensorSpec& s : specs) {
     const bool vec = s.ne1 == 1;
-    const ggml_type type = (vec || f32) ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    const ggml_type type = (vec || f32 || s.keep_f32) ? GGML_TYPE_F32 : GGML_TYPE_F16;
     ggml_tensor* t = vec ? ggml_new_tensor_1d(gctx.get(), type, s.ne0)
                          : ggml_new_tensor_2d(gctx.get(), type, s.ne0, s.ne1);
     ggml_set_name(t, s.name.c_str());
@@ -252,6 +265,10 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     total += ggml_nbytes(t);
   }
   if (o.header_only && !f32 && ftype != LLAMA_FTYPE_MOSTLY_F16) {
+    if (p.arch != "qwen2") {
+      return Status::InvalidArgument("--header-only with a quantized type is for the chat "
+                                     "presets; write " + p.name + " as F16 or F32, or in full");
+    }
     EDGELLM_RETURN_IF_ERROR(set_quantized_types(p, ftype, tensors, out.get()));
     gguf_set_val_u32(out.get(), "general.file_type", static_cast<uint32_t>(ftype));
     gguf_set_val_u32(out.get(), "general.quantization_version", GGML_QNT_VERSION);
@@ -318,6 +335,18 @@ const std::vector<SynthPreset>& synth_presets() {
       // 10000, 128K context; its template drops earlier <think> reasoning from the history.
       {"deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936, 131072, false, 1e4f,
        "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"},
+      // Encoders (BERT): sentence-transformers/all-MiniLM-L6-v2 (mean pooling),
+      // BAAI/bge-small-en-v1.5 (CLS pooling, its query instruction) and BAAI/bge-reranker-base
+      // (a classification head, rank pooling; its own vocabulary is XLM-R's 250,002
+      // SentencePiece tokens, which llama.cpp's models/ does not carry: this one has the
+      // WordPiece vocabulary the others use).
+      {"minilm-l6", 6, 384, 12, 12, 1536, 30522, 512, false, 0.0f, "", "bert", 1, false,
+       "ggml-vocab-bert-bge.gguf"},
+      {"bge-small-en-v1.5", 12, 384, 12, 12, 1536, 30522, 512, false, 0.0f, "", "bert", 2,
+       false, "ggml-vocab-bert-bge.gguf",
+       "Represent this sentence for searching relevant passages: "},
+      {"bge-reranker-base", 12, 768, 12, 12, 3072, 30522, 512, false, 0.0f, "", "bert", 4, true,
+       "ggml-vocab-bert-bge.gguf"},
   };
   return kPresets;
 }

@@ -141,6 +141,9 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--task", a.task, "chat, summarize, intent, code or math: advise a quantization");
   cmd->add_flag("--tiers", a.tiers, "The device-tier table for every synth preset and size");
   cmd->add_option("--tier-ram", a.tier_ram, "Tiers for --tiers, GB, comma-separated (default 6,8,12)");
+  cmd->add_flag("--embedding", a.o.embedding,
+                "Plan an embedding/rerank model's batches (--ctx: tokens per batch)");
+  cmd->add_option("--embed-texts", a.o.embed_texts, "Texts per batch, with --embedding (default 64)");
   cmd->add_flag("--json", a.json, "Print one JSON object");
   return [] {
     if (a.tiers) {
@@ -189,6 +192,8 @@ Action add_plan(CLI::App& app) {
                           {"kv_bytes", p->kv_bytes},
                           {"compute_bytes", p->compute_bytes},
                           {"overhead_bytes", p->overhead_bytes},
+                          {"outputs_bytes", p->outputs_bytes},
+                          {"embedding", o.embedding},
                           {"total_bytes", p->total_bytes},
                           {"fits", p->fits},
                           {"max_ctx_that_fits", p->max_ctx_that_fits},
@@ -208,13 +213,22 @@ Action add_plan(CLI::App& app) {
                 human_bytes(p->budget_bytes).c_str(), o.budget_fraction * 100);
     std::printf("seed formula (params x %.0f bits / 8 x 1.2)  %s\n", p->formula_bits,
                 human_bytes(p->formula_bytes).c_str());
-    std::printf("exact plan at n_ctx %d, n_batch %d, KV %s:\n", p->n_ctx, p->n_batch,
-                edgellm::kv_type_name(p->kv_type));
+    if (o.embedding) {
+      std::printf("exact plan for embedding batches of %d tokens, up to %d texts:\n", p->n_ctx,
+                  o.embed_texts);
+    } else {
+      std::printf("exact plan at n_ctx %d, n_batch %d, KV %s:\n", p->n_ctx, p->n_batch,
+                  edgellm::kv_type_name(p->kv_type));
+    }
     std::printf("  weights   %12s\n", human_bytes(p->weights_bytes).c_str());
     std::printf("  KV cache  %12s\n", human_bytes(p->kv_bytes).c_str());
     std::printf("  compute   %12s  (libllama dry run)\n", human_bytes(p->compute_bytes).c_str());
     std::printf("  overhead  %12s  (runtime, vocabulary; calibrated)\n",
                 human_bytes(p->overhead_bytes).c_str());
+    if (o.embedding) {
+      std::printf("  outputs   %12s  (llama.cpp's output rows for every token of a batch)\n",
+                  human_bytes(p->outputs_bytes).c_str());
+    }
     std::printf("  total     %12s\n", human_bytes(p->total_bytes).c_str());
     std::printf("verdict: %s; largest context within budget: %d\n",
                 p->fits ? "fits" : "does NOT fit", p->max_ctx_that_fits);

@@ -32,13 +32,19 @@ Action add_synth(CLI::App& app) {
   cmd->add_flag("--list", list, "List the presets");
   return [] {
     if (list) {
-      std::printf("%-29s %6s %6s %5s %7s %6s %7s %4s %s\n", "preset", "layers", "n_embd",
-                  "heads", "kv_heads", "n_ff", "vocab", "tied", "chat template");
+      static const char* kPooling[] = {"none", "mean", "cls", "last", "rank"};
+      std::printf("%-29s %-5s %6s %6s %5s %7s %6s %7s %4s %s\n", "preset", "arch", "layers",
+                  "n_embd", "heads", "kv_heads", "n_ff", "vocab", "tied",
+                  "chat template / pooling");
       for (const auto& p : edgellm::synth_presets()) {
-        std::printf("%-29s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(), p.n_layer,
-                    p.n_embd, p.n_head, p.n_head_kv, p.n_ff, p.n_vocab,
-                    p.tied_embeddings ? "yes" : "no",
-                    p.chat_template.empty() ? "(the vocabulary's)" : p.chat_template.c_str());
+        const std::string use =
+            p.arch != "qwen2" ? std::string("pooling ") + kPooling[p.pooling < 0 ? 0 : p.pooling] +
+                                    ", " + p.vocab_file
+            : p.chat_template.empty() ? "(the vocabulary's)"
+                                      : p.chat_template;
+        std::printf("%-29s %-5s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(),
+                    p.arch.c_str(), p.n_layer, p.n_embd, p.n_head, p.n_head_kv, p.n_ff,
+                    p.n_vocab, p.tied_embeddings ? "yes" : "no", use.c_str());
       }
       return 0;
     }

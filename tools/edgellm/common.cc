@@ -223,4 +223,14 @@ void warn_json_state(const edgellm::Generation& g) {
   }
 }
 
+std::string preview(const std::string& text, size_t max_bytes) {
+  size_t n = std::min(max_bytes, text.size());
+  while (n > 0 && n < text.size() && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  std::string out = text.substr(0, n);
+  for (char& c : out) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  return n < text.size() ? out + "..." : out;
+}
+
 }  // namespace cli

@@ -37,6 +37,10 @@ Action add_eval(CLI::App& app);
 Action add_imatrix(CLI::App& app);
 Action add_quant_study(CLI::App& app);
 Action add_advise(CLI::App& app);
+// embed, rerank (embedding and rerank models), index (the document index)
+Action add_embed(CLI::App& app);
+Action add_rerank(CLI::App& app);
+Action add_index(CLI::App& app);
 
 // The model `run` and `chat` use without -m: edgellm's own, installed in PREFIX/share/edgellm/
 // (EDGELLM_DATA_DIR overrides; a CLI in a build folder finds the source tree's assets/). An
@@ -51,6 +55,9 @@ edgellm::Result<uint64_t> parse_size(const std::string& text);
 
 // Prints "edgellm: error: <code>: <message>" to stderr; returns exit code 1.
 int fail(const edgellm::Status& st);
+// The first `max_bytes` of `text` cut at a UTF-8 character boundary, newlines as spaces, with
+// "..." when cut.
+std::string preview(const std::string& text, size_t max_bytes);
 // "1.23 GiB", "512.0 MiB", ...
 std::string human_bytes(uint64_t bytes);
 // A one-line progress bar on stderr ("\r[load] ####----  42%"); done=true ends the line.

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   cli::Action imatrix = cli::add_imatrix(app);
   cli::Action quant_study = cli::add_quant_study(app);
   cli::Action advise = cli::add_advise(app);
+  cli::Action embed = cli::add_embed(app);
+  cli::Action rerank = cli::add_rerank(app);
+  cli::Action index = cli::add_index(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,5 +58,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("imatrix")) return imatrix();
   if (app.got_subcommand("quant-study")) return quant_study();
   if (app.got_subcommand("advise")) return advise();
+  if (app.got_subcommand("embed")) return embed();
+  if (app.got_subcommand("rerank")) return rerank();
+  if (app.got_subcommand("index")) return index();
   return 2;
 }
