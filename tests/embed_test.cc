@@ -2,16 +2,21 @@
 // (MiniLM- and bge-small-shape encoders, English and Chinese, one text and many per decode),
 // rerank scores (a bge-reranker-base-shape cross-encoder), batch invariance, and bad input.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "edgellm/embed.h"
 #include "testutil/fixtures.h"
+#include "testutil/serve_process.h"
 
 namespace edgellm {
 namespace {
@@ -294,6 +299,120 @@ TEST(Embed, QueryPrefixFromTheFileOrTheCaller) {
   EXPECT_EQ((*own)->info().query_prefix, "query: ");
   EXPECT_EQ(pooling_from_name("cls").value(), Pooling::kCls);
   EXPECT_FALSE(pooling_from_name("max").ok());
+}
+
+using json = nlohmann::json;
+
+std::pair<int, json> post(const testutil::ServeProcess& s, const char* path, const json& body) {
+  httplib::Client c("127.0.0.1", s.port());
+  c.set_read_timeout(60, 0);
+  auto r = c.Post(path, body.dump(), "application/json");
+  if (!r) return {0, json()};
+  return {r->status, json::parse(r->body, nullptr, false)};
+}
+
+std::string error_of(const json& body) {
+  return body.is_object() && body.contains("error") ? body["error"]["message"].get<std::string>()
+                                                    : body.dump();
+}
+
+std::vector<float> from_base64(const std::string& b64) {
+  std::string bytes;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char ch : b64) {
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char* at = std::strchr(alphabet, ch);
+    if (ch == '=' || !at) break;
+    acc = (acc << 6) | static_cast<uint32_t>(at - alphabet);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      bytes += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// `edgellm serve --embedding-model`: /v1/embeddings in OpenAI's shape, equal to the library,
+// every bound a 400 before any work; /v1/rerank in llama-server's shape.
+TEST(EmbedServe, EmbeddingsAndRerankOverHttp) {
+  const std::string minilm = testutil::synth_model("minilm-l6", "Q8_0");
+  testutil::ServeProcess s("", {"--embedding-model", minilm, "--max-inputs", "100"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  auto lib = Embedder::Load(minilm);
+  ASSERT_TRUE(lib.ok());
+  auto want = (*lib)->Embed(kTexts);
+  ASSERT_TRUE(want.ok());
+
+  auto [st, body] = post(s, "/v1/embeddings", {{"model", "x"}, {"input", kTexts}});
+  ASSERT_EQ(st, 200) << body.dump();
+  ASSERT_EQ(body["data"].size(), kTexts.size());
+  for (size_t i = 0; i < kTexts.size(); ++i) {
+    EXPECT_EQ(body["data"][i]["index"], i);
+    const auto v = body["data"][i]["embedding"].get<std::vector<float>>();
+    EXPECT_GE(cosine_similarity(v, want->vector(i)), 0.9999f) << i;
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"].get<int64_t>(), want->stats.n_tokens);
+  // One string; base64 (the official openai client's default); token ids.
+  auto [st1, one] = post(s, "/v1/embeddings", {{"input", kTexts[1]}, {"encoding_format", "base64"}});
+  ASSERT_EQ(st1, 200) << one.dump();
+  const auto decoded = from_base64(one["data"][0]["embedding"].get<std::string>());
+  ASSERT_EQ(decoded.size(), 384u);
+  EXPECT_GE(cosine_similarity(decoded, want->vector(1)), 0.9999f);
+  auto ids = (*lib)->Tokenize(kTexts[0], true);
+  auto [st2, tok] = post(s, "/v1/embeddings", {{"input", json::array({*ids})}});
+  ASSERT_EQ(st2, 200) << tok.dump();
+  EXPECT_GE(cosine_similarity(tok["data"][0]["embedding"].get<std::vector<float>>(),
+                              want->vector(0)),
+            0.9999f);
+  // Bounds and bad requests: a 400 naming the problem.
+  std::string huge;
+  for (int i = 0; i < 3000; ++i) huge += "word ";
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"input", std::vector<std::string>(101, "x")}}, "--max-inputs"},
+      {{{"input", huge}}, "more than the 512"},
+      {{{"input", ""}}, "empty"},
+      {{{"input", json::array({json::array({999999})})}}, "outside this model's vocabulary"},
+      {{{"input", kTexts[0]}, {"dimensions", 128}}, "does not support shortening"},
+      {{{"input", kTexts[0]}, {"encoding_format", "int8"}}, "encoding_format"},
+      {{{"input", 42}}, "input must be"},
+      {{{"prompt", "x"}}, "input is missing"}};
+  for (const auto& [req, want_msg] : bad) {
+    auto [code, b] = post(s, "/v1/embeddings", req);
+    EXPECT_EQ(code, 400) << req.dump().substr(0, 80);
+    EXPECT_NE(error_of(b).find(want_msg), std::string::npos) << error_of(b);
+  }
+  auto [chat_code, chat] = post(s, "/v1/chat/completions", {{"messages", json::array()}});
+  EXPECT_EQ(chat_code, 404);
+  EXPECT_NE(error_of(chat).find("no chat model"), std::string::npos);
+
+  const std::string reranker = testutil::synth_model("bge-reranker-base", "Q8_0");
+  testutil::ServeProcess r("", {"--embedding-model", reranker});
+  ASSERT_GT(r.port(), 0) << r.log();
+  auto rr = Embedder::Load(reranker);
+  ASSERT_TRUE(rr.ok());
+  const std::string query = "how does the phone keep my data private?";
+  auto scores = (*rr)->Rerank(query, kTexts);
+  ASSERT_TRUE(scores.ok());
+  auto [rs, rb] = post(r, "/v1/rerank", {{"query", query}, {"documents", kTexts}, {"top_n", 2},
+                                         {"return_documents", true}});
+  ASSERT_EQ(rs, 200) << rb.dump();
+  ASSERT_EQ(rb["results"].size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    const auto i = static_cast<size_t>(scores->order[k]);
+    EXPECT_EQ(rb["results"][k]["index"], i);
+    EXPECT_NEAR(rb["results"][k]["relevance_score"].get<float>(), scores->scores[i], 1e-5f);
+    EXPECT_EQ(rb["results"][k]["document"]["text"], kTexts[i]);
+  }
+  auto [noq, nb] = post(r, "/rerank", {{"documents", kTexts}});
+  EXPECT_EQ(noq, 400);
+  EXPECT_NE(error_of(nb).find("query"), std::string::npos);
+  auto [wrong, wb] = post(r, "/v1/embeddings", {{"input", "x"}});
+  EXPECT_EQ(wrong, 400);
+  EXPECT_NE(error_of(wb).find("rerank model"), std::string::npos);
 }
 
 }  // namespace

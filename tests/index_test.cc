@@ -123,6 +123,21 @@ TEST_F(IndexTest, AddSearchRemoveInEveryMode) {
   EXPECT_EQ(h->hits[0].chunk_id, target.chunk_id);
   EXPECT_EQ(h->hits[0].found_by, "both");
   EXPECT_NEAR(h->hits[0].score, 2.0f / 61, 1e-6f);
+  // Grounding a question: the chunks numbered with their sources, then the question; a token
+  // budget too small for any chunk leaves the question alone.
+  GroundOptions go;
+  go.search.mode = SearchMode::kLexical;
+  auto g = ground_question(**idx, "温度", go);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  ASSERT_FALSE(g->cited.empty());
+  EXPECT_NE(g->prompt.find("[1] (notes.txt) "), std::string::npos) << g->prompt;
+  EXPECT_NE(g->prompt.find(g->cited[0].text), std::string::npos);
+  EXPECT_TRUE(g->prompt.ends_with("\nQuestion: 温度")) << g->prompt;
+  go.max_context_tokens = 2;
+  auto bare = ground_question(**idx, "温度", go);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_TRUE(bare->cited.empty());
+  EXPECT_EQ(bare->prompt, "温度");
   // Replace and remove by source.
   auto again = (*idx)->AddText("notes.txt", "Only one sentence about bread now.");
   ASSERT_TRUE(again.ok());
@@ -310,6 +325,18 @@ TEST(IndexCli, AddSearchStatsRemoveEmbedRerank) {
   auto no_model = testutil::run_cli("index search " + dir + "/idx battery");
   EXPECT_EQ(no_model.rc, 1);
   EXPECT_NE(no_model.err.find("-m MODEL"), std::string::npos) << no_model.err;
+  // A grounded chat turn: the question asked with the index's chunks, the reply's sources.
+  testutil::write_file(dir + "/q.txt", "温度过高时会怎样？\n");
+  auto chat_turn = testutil::run_cli("chat -m " + testutil::synth_model("tiny", "Q8_0") +
+                                     " --ctx 1024 --temp 0 -n 8 --json --index " + dir +
+                                     "/idx --index-mode lexical < " + dir + "/q.txt");
+  ASSERT_EQ(chat_turn.rc, 0) << chat_turn.err;
+  const auto turn = nlohmann::json::parse(chat_turn.out.substr(0, chat_turn.out.find('\n')));
+  ASSERT_FALSE(turn["sources"].empty()) << turn.dump();
+  EXPECT_EQ(turn["sources"][0]["source"], doc);
+  EXPECT_EQ(turn["sources"][0]["n"], 1);
+  EXPECT_NE(turn["sources"][0]["text"].get<std::string>().find("温度"), std::string::npos);
+  EXPECT_GT(turn["n_prompt"].get<int>(), 40);  // the notes are in the prompt
   auto stats = testutil::run_cli("index stats " + dir + "/idx --json");
   ASSERT_EQ(stats.rc, 0) << stats.err;
   EXPECT_EQ(nlohmann::json::parse(stats.out)["sources"], 1);

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "edgellm/edgellm.h"
@@ -165,6 +166,22 @@ TEST_F(ServeTest, ContentPartsNAndLimits) {
   Reply fits = Post(s, Request(longchat));
   EXPECT_EQ(fits.status, 200) << fits.body.dump();
   EXPECT_LE(fits.body["usage"]["prompt_tokens"].get<int>(), 256);
+
+  // A sampling field of the wrong JSON type: a 400 naming the field and the type it wants.
+  for (const auto& [field, value, want] :
+       std::vector<std::tuple<std::string, json, std::string>>{
+           {"temperature", "hot", "temperature must be a number, not string"},
+           {"max_tokens", 1.5, "max_tokens must be an integer, not number"},
+           {"seed", -3, "seed must be an integer from 0 to 4294967295"},
+           {"stop", json::array({"ok", 7}), "stop must be a string or an array of strings"}}) {
+    json r = Request(plain);
+    r[field] = value;
+    Reply typed = Post(s, r);
+    EXPECT_EQ(typed.status, 400) << field;
+    const std::string m = typed.body["error"]["message"].get<std::string>();
+    EXPECT_NE(m.find(want), std::string::npos) << m;
+    EXPECT_EQ(m.find("json.exception"), std::string::npos) << m;
+  }
 
   Reply bad_role = Post(s, Request({{{"role", "wizard"}, {"content", "x"}}}));
   EXPECT_EQ(bad_role.status, 400);

@@ -153,6 +153,11 @@ class Embedder {
   // empty text, invalid UTF-8 or a NUL byte (kInvalidArgument naming the text's index), a
   // text over max_tokens without truncate, a reranker (use Rerank).
   Result<Embeddings> Embed(const std::vector<std::string>& texts, const EmbedOptions& options = {});
+  // As Embed, for inputs already tokenized: the model's token ids, used as given (no prefix, no
+  // special tokens added). An empty input or an id outside the vocabulary is kInvalidArgument
+  // naming the input.
+  Result<Embeddings> EmbedTokens(const std::vector<std::vector<int32_t>>& inputs,
+                                 const EmbedOptions& options = {});
   // Relevance of each document to `query` on a rank-pooling model: the model's rerank
   // template when its GGUF has one (tokenizer.chat_template.rerank), else the pair with the
   // vocabulary's special tokens, as llama-embedding joins it: [CLS] query [SEP] document [SEP]

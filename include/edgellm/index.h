@@ -123,10 +123,36 @@ class DocumentIndex {
   Result<IndexStats> Stats();
 
   struct Impl;
+  Impl* impl() const { return impl_.get(); }
 
  private:
   explicit DocumentIndex(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Grounded answers: a user's question with the index's best chunks before it, numbered, with
+// their sources, for a chat turn (Conversation::Send or Session::Generate). The chunks go into
+// the user's turn, not the system prompt, so a conversation's earlier turns keep their KV
+// cache, and a context overflow drops a turn together with the chunks it was answered from.
+struct GroundOptions {
+  SearchOptions search;  // default: hybrid, top 3 (set search.top_k)
+  // At most this many tokens of chunks (the embedder's tokenizer; whole chunks, best first).
+  // Default 1024.
+  int32_t max_context_tokens = 1024;
+  // The line before the chunks. Default: an instruction to answer from them and cite them.
+  std::string instruction =
+      "Answer the question using the notes below; cite them by number, like [1]. If the notes "
+      "do not answer it, say so.";
+};
+
+struct Grounded {
+  std::string prompt;             // instruction, "[1] (source) text", ..., then the question
+  std::vector<SearchHit> cited;   // the chunks in the prompt, [1] first
+  double search_ms = 0;
+};
+
+// kInvalidArgument for an empty question; with no hit, the prompt is the question alone.
+Result<Grounded> ground_question(DocumentIndex& index, const std::string& question,
+                                 const GroundOptions& options = {});
 
 }  // namespace edgellm

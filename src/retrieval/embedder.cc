@@ -310,9 +310,56 @@ Result<Embeddings> Embedder::Embed(const std::vector<std::string>& texts,
     out.stats.n_tokens += static_cast<int64_t>(items[i].tokens.size());
   }
   out.stats.tokenize_ms = ms(t0);
-  out.stats.n_texts = static_cast<int32_t>(texts.size());
+  return m.EmbedItems(items, options, std::move(out), t0);
+}
+
+Result<Embeddings> Embedder::EmbedTokens(const std::vector<std::vector<int32_t>>& inputs,
+                                         const EmbedOptions& options) {
+  Impl& m = *impl_;
+  if (!m.info.can_embed) {
+    return Status::InvalidArgument(m.info.model_path +
+                                   " is a reranker (rank pooling): use Rerank, or an embedding model");
+  }
+  if (inputs.empty()) return Status::InvalidArgument("no inputs to embed");
+  std::lock_guard<std::mutex> lock(m.mu);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t n_vocab = llama_vocab_n_tokens(m.vocab);
+  Embeddings out;
+  out.dims = m.info.dims;
+  std::vector<Impl::Item> items(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string what = "input " + std::to_string(i);
+    if (inputs[i].empty()) return Status::InvalidArgument(what + " has no tokens");
+    for (int32_t t : inputs[i]) {
+      if (t < 0 || t >= n_vocab) {
+        return Status::InvalidArgument(what + " has token " + std::to_string(t) +
+                                       ", outside this model's vocabulary of " +
+                                       std::to_string(n_vocab));
+      }
+    }
+    items[i].tokens = inputs[i];
+    if (static_cast<int32_t>(items[i].tokens.size()) > m.info.max_tokens) {
+      if (!options.truncate) {
+        return Status::InvalidArgument(what + " has " + std::to_string(inputs[i].size()) +
+                                       " tokens, more than the " +
+                                       std::to_string(m.info.max_tokens) +
+                                       " this model takes: split it, or ask for truncation");
+      }
+      items[i].tokens.resize(static_cast<size_t>(m.info.max_tokens));
+      items[i].truncated = true;
+      ++out.stats.n_truncated;
+    }
+    out.stats.n_tokens += static_cast<int64_t>(items[i].tokens.size());
+  }
+  return m.EmbedItems(items, options, std::move(out), t0);
+}
+
+Result<Embeddings> Embedder::Impl::EmbedItems(const std::vector<Item>& items,
+                                              const EmbedOptions& options, Embeddings out,
+                                              std::chrono::steady_clock::time_point t0) {
+  out.stats.n_texts = static_cast<int32_t>(items.size());
   const size_t dims = static_cast<size_t>(out.dims);
-  out.data.assign(texts.size() * dims, 0.0f);
+  out.data.assign(items.size() * dims, 0.0f);
   auto take = [&](size_t i, const float* v) {
     float* dst = out.data.data() + i * dims;
     std::memcpy(dst, v, dims * sizeof(float));
@@ -323,9 +370,9 @@ Result<Embeddings> Embedder::Embed(const std::vector<std::string>& texts,
     const float inv = static_cast<float>(1.0 / std::sqrt(sum));
     for (size_t k = 0; k < dims; ++k) dst[k] *= inv;
   };
-  EDGELLM_RETURN_IF_ERROR(m.Run(items, options.on_progress, take, &out.stats));
+  EDGELLM_RETURN_IF_ERROR(Run(items, options.on_progress, take, &out.stats));
   out.stats.total_ms = ms(t0);
-  for (const Impl::Item& it : items) {
+  for (const Item& it : items) {
     out.n_tokens.push_back(static_cast<int32_t>(it.tokens.size()));
     out.truncated.push_back(it.truncated ? 1 : 0);
   }

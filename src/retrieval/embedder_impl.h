@@ -1,6 +1,8 @@
 // Internals of Embedder shared by embedder.cc (load, Embed) and rerank.cc (Rerank).
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +34,9 @@ struct Embedder::Impl {
   Status Run(const std::vector<Item>& items,
              const std::function<bool(int32_t, int32_t)>& on_progress,
              const std::function<void(size_t, const float*)>& take, EmbedStats* stats);
+  // Embeds tokenized items (length already checked or cut): vectors in input order.
+  Result<Embeddings> EmbedItems(const std::vector<Item>& items, const EmbedOptions& options,
+                                Embeddings out, std::chrono::steady_clock::time_point t0);
 };
 
 // Checks one input text: not empty, valid UTF-8, no NUL byte. `what` names it ("text 3").

@@ -19,7 +19,11 @@ ServeProcess::ServeProcess(const std::string& model, const std::vector<std::stri
   out_ = fixture_dir() + "/serve-" + std::to_string(::getpid()) + "-" + std::to_string(++seq);
   std::remove(out_.c_str());
   std::remove((out_ + ".err").c_str());
-  std::vector<std::string> argv_s = {EDGELLM_CLI, "serve", "-m", model, "--port", "0"};
+  std::vector<std::string> argv_s = {EDGELLM_CLI, "serve", "--port", "0"};
+  if (!model.empty()) {  // empty: an embedding server (--embedding-model in args)
+    argv_s.push_back("-m");
+    argv_s.push_back(model);
+  }
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   pid_ = ::fork();
   if (pid_ < 0) return;

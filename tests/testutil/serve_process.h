@@ -11,7 +11,7 @@ namespace testutil {
 
 class ServeProcess {
  public:
-  // Starts `edgellm serve -m MODEL --port 0 ARGS...` with `env` ("NAME=value") added to its
+  // Starts `edgellm serve -m MODEL --port 0 ARGS...` (no -m when MODEL is empty) with `env` ("NAME=value") added to its
   // environment, and waits (up to 30 s) for the address it prints. port() is 0 on failure and
   // log() says why.
   ServeProcess(const std::string& model, const std::vector<std::string>& args = {},

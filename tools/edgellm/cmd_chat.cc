@@ -15,6 +15,8 @@ namespace {
 
 struct ChatArgs {
   std::string model, system, session_file, overflow = "drop_oldest", prompt_cache;
+  std::string index, embedding_model, index_mode = "hybrid";
+  int32_t index_k = 3;
   edgellm::SessionOptions so;
   int32_t max_tokens = 256;
   float temperature = 0.8f;
@@ -95,6 +97,31 @@ int chat(ChatArgs& a) {
     }
   }
 
+  // --index: each turn is asked with the index's best chunks before it (grounded answers).
+  std::unique_ptr<edgellm::Embedder> embedder;
+  std::unique_ptr<edgellm::DocumentIndex> index;
+  edgellm::GroundOptions ground;
+  if (!a.index.empty()) {
+    auto mode = edgellm::search_mode_from_name(a.index_mode);
+    if (!mode.ok()) return fail(mode.status());
+    if (a.embedding_model.empty() && *mode != edgellm::SearchMode::kLexical) {
+      return fail(edgellm::Status::InvalidArgument(
+          "--index with " + a.index_mode + " search needs the index's --embedding-model, or "
+          "--index-mode lexical"));
+    }
+    if (!a.embedding_model.empty()) {
+      auto e = edgellm::Embedder::Load(a.embedding_model);
+      if (!e.ok()) return fail(e.status());
+      embedder = std::move(*e);
+    }
+    edgellm::IndexOptions io;
+    io.read_only = true;
+    auto idx = edgellm::DocumentIndex::Open(a.index, embedder.get(), io);
+    if (!idx.ok()) return fail(idx.status());
+    index = std::move(*idx);
+    ground.search.mode = *mode;
+    ground.search.top_k = a.index_k;
+  }
   edgellm::GenerateOptions go;
   go.max_tokens = a.max_tokens;
   go.temperature = a.temperature;
@@ -137,6 +164,16 @@ int chat(ChatArgs& a) {
       }
       continue;
     }
+    std::vector<edgellm::SearchHit> cited;
+    if (index && line != "/regen") {
+      auto g = edgellm::ground_question(*index, line, ground);
+      if (!g.ok()) {
+        fail(g.status());
+        continue;
+      }
+      cited = g->cited;
+      line = g->prompt;
+    }
     edgellm::Result<edgellm::Generation> r =
         line == "/regen" ? conv->Regenerate(go, sink) : conv->Send(line, go, sink);
     if (!r.ok()) {
@@ -153,9 +190,22 @@ int chat(ChatArgs& a) {
     if (a.json) {
       nlohmann::json j = turn_json(*r);
       add_json_result(*r, &j);
+      if (index) {
+        nlohmann::json sources = nlohmann::json::array();
+        for (size_t k = 0; k < cited.size(); ++k) {
+          const edgellm::SearchHit& h = cited[k];
+          sources.push_back({{"n", k + 1}, {"source", h.source}, {"start", h.start},
+                             {"end", h.end}, {"found_by", h.found_by}, {"text", h.text}});
+        }
+        j["sources"] = std::move(sources);
+      }
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("\n");
+      for (size_t k = 0; k < cited.size(); ++k) {
+        std::printf("  [%zu] %s, bytes %zu-%zu (%s)\n", k + 1, cited[k].source.c_str(),
+                    cited[k].start, cited[k].end, cited[k].found_by.c_str());
+      }
       warn_json_state(*r);
     }
     std::fflush(stdout);
@@ -189,6 +239,12 @@ Action add_chat(CLI::App& app) {
   cmd->add_option("--prompt-cache", a.prompt_cache,
                   "Folder that keeps the system prompt's KV cells between runs");
   add_constraint_options(cmd, &a.constraint);
+  cmd->add_option("--index", a.index,
+                  "Answer from a document index (edgellm index add): each turn gets its best "
+                  "chunks, and the reply lists them");
+  cmd->add_option("--embedding-model", a.embedding_model, "The index's embedding model");
+  cmd->add_option("--index-mode", a.index_mode, "hybrid (default), vector or lexical");
+  cmd->add_option("--index-k", a.index_k, "Chunks per turn, at most (default 3)");
   cmd->add_flag("--json", a.json, "One JSON line per turn on stdout instead of the text");
   cmd->add_flag("-q,--quiet", a.quiet, "No per-turn stats");
   return [] {

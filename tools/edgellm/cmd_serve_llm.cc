@@ -1,7 +1,8 @@
-// edgellm serve -m MODEL [--host H] [--port P] [--ctx N] [--threads T] [--queue N] [--id NAME]:
-// an OpenAI-compatible HTTP server over the local engine. /v1/chat/completions (streamed over
-// SSE or not), /v1/completions, /v1/models, /health. One generation at a time; up to --queue
-// requests wait their turn, more get 429. Runs until SIGINT or SIGTERM.
+// edgellm serve [-m MODEL] [--embedding-model MODEL] [--host H] [--port P] [--ctx N] [--threads T]
+// [--queue N] [--id NAME]: an OpenAI-compatible HTTP server over the local engine.
+// /v1/chat/completions (streamed over SSE or not), /v1/completions, /v1/models, /health; with an
+// embedding or rerank model also /v1/embeddings or /v1/rerank (serve_embed.cc). One generation at
+// a time; up to --queue requests wait their turn, more get 429. Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <signal.h>
 
@@ -19,6 +20,7 @@
 
 #include "common.h"
 #include "http_serve.h"
+#include "serve_embed.h"
 #include "serve_request.h"
 
 namespace cli {
@@ -28,7 +30,8 @@ using json = nlohmann::json;
 
 struct LlmServeArgs {
   std::string model, host = "127.0.0.1", id, api_key_env = "EDGELLM_SERVE_API_KEY";
-  int port = 8080, ctx = -1, threads = -1, queue = 8;
+  std::string embedding_model;
+  int port = 8080, ctx = -1, threads = -1, queue = 8, max_inputs = 2048;
   // Bounds on a client's schema or grammar (a request over one is a 400 naming it).
   edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
 };
@@ -68,9 +71,11 @@ class Turnstile {
 
 class LlmServer {
  public:
+  // `model` and `session` may be null (an embedding server); `embed` may be null.
   LlmServer(const LlmServeArgs& a, std::unique_ptr<edgellm::Model> model,
-            std::unique_ptr<edgellm::Session> session)
-      : a_(a), model_(std::move(model)), session_(std::move(session)), gate_(a.queue) {}
+            std::unique_ptr<edgellm::Session> session, EmbedRoutes* embed)
+      : a_(a), model_(std::move(model)), session_(std::move(session)), embed_(embed),
+        gate_(a.queue) {}
 
   void Routes(httplib::Server& s) {
     // With a key in the environment, /v1/* wants "Authorization: Bearer KEY" (401 otherwise).
@@ -92,20 +97,26 @@ class LlmServer {
       res.set_content(json{{"status", "ok"}, {"model", a_.id}}.dump(), "application/json");
     });
     s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(json{{"object", "list"},
-                           {"data", {{{"id", a_.id},
-                                      {"object", "model"},
-                                      {"created", created_},
-                                      {"owned_by", "edgellm"}}}}}
-                          .dump(),
-                      "application/json");
+      json data = json::array();
+      if (model_) {
+        data.push_back({{"id", a_.id}, {"object", "model"}, {"created", created_},
+                        {"owned_by", "edgellm"}});
+      }
+      if (embed_) data.push_back(embed_->ModelEntry(created_));
+      res.set_content(json{{"object", "list"}, {"data", data}}.dump(), "application/json");
     });
-    s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res, /*chat=*/true);
-    });
-    s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res, /*chat=*/false);
-    });
+    if (embed_) embed_->Routes(s);
+    for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+      const bool chat = std::string(path) == "/v1/chat/completions";
+      s.Post(path, [this, chat](const httplib::Request& req, httplib::Response& res) {
+        if (!model_) {
+          return send_error(res, 404, "invalid_request_error",
+                            "this server has no chat model (it serves embeddings): start it "
+                            "with -m MODEL for completions");
+        }
+        Handle(req, res, chat);
+      });
+    }
   }
 
  private:
@@ -328,6 +339,7 @@ class LlmServer {
   LlmServeArgs a_;
   std::unique_ptr<edgellm::Model> model_;
   std::unique_ptr<edgellm::Session> session_;
+  EmbedRoutes* embed_;
   Turnstile gate_;
   std::atomic<uint64_t> seq_{0};
   const int64_t created_ = std::time(nullptr);
@@ -338,23 +350,43 @@ void log_request(const httplib::Request& req, const httplib::Response& res) {
 }
 
 int serve_llm(LlmServeArgs a) {
-  if (a.id.empty()) a.id = std::filesystem::path(a.model).stem().string();
-  const sigset_t stop_signals = block_stop_signals();
-  std::fprintf(stderr, "[load] %s\n", a.model.c_str());
-  auto model = edgellm::Model::Load(a.model);
-  if (!model.ok()) return fail(model.status());
-  edgellm::SessionOptions so;
-  so.n_ctx = a.ctx;
-  so.n_threads = a.threads;
-  std::fprintf(stderr, "[init] context and warm-up\n");
-  auto session = edgellm::Session::Create(**model, so);
-  if (!session.ok()) return fail(session.status());
-  if (!(*model)->info().has_chat_template) {
-    std::fprintf(stderr, "[template] %s has no chat template: chat requests use ChatML, as "
-                         "llama-server does (responses carry X-Edgellm-Chat-Template)\n",
-                 a.model.c_str());
+  if (a.model.empty() && a.embedding_model.empty()) {
+    return fail(edgellm::Status::InvalidArgument(
+        "nothing to serve: pass -m MODEL (chat), --embedding-model MODEL, or both"));
   }
-  LlmServer llm(a, std::move(*model), std::move(*session));
+  if (a.id.empty() && !a.model.empty()) a.id = std::filesystem::path(a.model).stem().string();
+  const sigset_t stop_signals = block_stop_signals();
+  std::unique_ptr<edgellm::Model> model;
+  std::unique_ptr<edgellm::Session> session;
+  if (!a.model.empty()) {
+    std::fprintf(stderr, "[load] %s\n", a.model.c_str());
+    auto m = edgellm::Model::Load(a.model);
+    if (!m.ok()) return fail(m.status());
+    edgellm::SessionOptions so;
+    so.n_ctx = a.ctx;
+    so.n_threads = a.threads;
+    std::fprintf(stderr, "[init] context and warm-up\n");
+    auto sess = edgellm::Session::Create(**m, so);
+    if (!sess.ok()) return fail(sess.status());
+    if (!(*m)->info().has_chat_template) {
+      std::fprintf(stderr, "[template] %s has no chat template: chat requests use ChatML, as "
+                           "llama-server does (responses carry X-Edgellm-Chat-Template)\n",
+                   a.model.c_str());
+    }
+    model = std::move(*m);
+    session = std::move(*sess);
+  }
+  std::unique_ptr<EmbedRoutes> embed;
+  if (!a.embedding_model.empty()) {
+    std::fprintf(stderr, "[load] %s (embeddings)\n", a.embedding_model.c_str());
+    edgellm::EmbedderOptions eo;
+    eo.n_threads = a.threads;
+    auto e = edgellm::Embedder::Load(a.embedding_model, eo);
+    if (!e.ok()) return fail(e.status());
+    embed = std::make_unique<EmbedRoutes>(
+        std::move(*e), std::filesystem::path(a.embedding_model).stem().string(), a.max_inputs);
+  }
+  LlmServer llm(a, std::move(model), std::move(session), embed.get());
 
   httplib::Server server;
   llm.Routes(server);
@@ -364,8 +396,15 @@ int serve_llm(LlmServeArgs a) {
     // The address on stdout, alone on its line, so a script or test can read it (--port 0).
     std::printf("http://%s:%d\n", a.host.c_str(), port);
     std::fflush(stdout);
-    std::fprintf(stderr, "serving %s as \"%s\" on http://%s:%d/v1 (Ctrl-C to stop)\n",
-                 a.model.c_str(), a.id.c_str(), a.host.c_str(), port);
+    if (!a.model.empty()) {
+      std::fprintf(stderr, "serving %s as \"%s\" on http://%s:%d/v1 (Ctrl-C to stop)\n",
+                   a.model.c_str(), a.id.c_str(), a.host.c_str(), port);
+    }
+    if (embed) {
+      std::fprintf(stderr, "serving %s as \"%s\" on http://%s:%d/v1/%s\n",
+                   a.embedding_model.c_str(), embed->id().c_str(), a.host.c_str(), port,
+                   embed->kind());
+    }
   });
 }
 
@@ -375,7 +414,13 @@ Action add_serve_llm(CLI::App& app) {
   auto* a = new LlmServeArgs();
   auto* cmd = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server over the local engine (/v1/chat/completions, ...)");
-  cmd->add_option("-m,--model", a->model, "GGUF model to serve")->required();
+  cmd->add_option("-m,--model", a->model, "GGUF chat model to serve");
+  cmd->add_option("--embedding-model", a->embedding_model,
+                  "an embedding or rerank model (GGUF) for /v1/embeddings or /v1/rerank");
+  cmd->add_option("--max-inputs", a->max_inputs,
+                  "most inputs (or documents) one embedding or rerank request may send "
+                  "(default 2048)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", a->port, "TCP port; 0 picks a free one (default 8080)")
       ->check(CLI::Range(0, 65535));

@@ -95,29 +95,47 @@ bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err
 bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
   if (!read_format(body, o, err)) return false;
   if (!read_tools(body, o, err)) return false;
-  try {
-    if (body.contains("max_tokens") && !body["max_tokens"].is_null()) {
-      o->max_tokens = body["max_tokens"].get<int32_t>();
-    }
-    if (body.contains("max_completion_tokens") && !body["max_completion_tokens"].is_null()) {
-      o->max_tokens = body["max_completion_tokens"].get<int32_t>();
-    }
-    if (body.contains("temperature") && !body["temperature"].is_null()) {
-      o->temperature = body["temperature"].get<float>();
-    }
-    if (body.contains("top_p") && !body["top_p"].is_null()) o->top_p = body["top_p"].get<float>();
-    if (body.contains("seed") && !body["seed"].is_null()) o->seed = body["seed"].get<uint32_t>();
-    if (body.contains("stop") && !body["stop"].is_null()) {
-      const json& s = body["stop"];
-      if (s.is_string()) {
-        o->stop.push_back(s.get<std::string>());
-      } else {
-        for (const json& x : s) o->stop.push_back(x.get<std::string>());
-      }
-    }
-  } catch (const json::exception& e) {
-    *err = std::string("a sampling field has the wrong type: ") + e.what();
+  // Each sampling field checked for its JSON type first, so a wrong one is a 400 naming the
+  // field and the type it wants (not a JSON library's exception text).
+  auto present = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
+  auto wrong = [&](const char* k, const char* want) {
+    *err = std::string(k) + " must be " + want + ", not " + body[k].type_name() + " (" +
+           body[k].dump().substr(0, 40) + ")";
     return false;
+  };
+  for (const char* k : {"max_tokens", "max_completion_tokens"}) {
+    if (!present(k)) continue;
+    if (!body[k].is_number_integer()) return wrong(k, "an integer");
+    const int64_t v = body[k].get<int64_t>();
+    o->max_tokens = v < 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
+  }
+  if (present("temperature")) {
+    if (!body["temperature"].is_number()) return wrong("temperature", "a number");
+    o->temperature = body["temperature"].get<float>();
+  }
+  if (present("top_p")) {
+    if (!body["top_p"].is_number()) return wrong("top_p", "a number");
+    o->top_p = body["top_p"].get<float>();
+  }
+  if (present("seed")) {
+    if (!body["seed"].is_number_integer() || body["seed"].get<int64_t>() < 0 ||
+        body["seed"].get<int64_t>() > UINT32_MAX) {
+      return wrong("seed", "an integer from 0 to 4294967295");
+    }
+    o->seed = body["seed"].get<uint32_t>();
+  }
+  if (present("stop")) {
+    const json& st = body["stop"];
+    if (st.is_string()) {
+      o->stop.push_back(st.get<std::string>());
+    } else if (st.is_array()) {
+      for (const json& x : st) {
+        if (!x.is_string()) return wrong("stop", "a string or an array of strings");
+        o->stop.push_back(x.get<std::string>());
+      }
+    } else {
+      return wrong("stop", "a string or an array of strings");
+    }
   }
   if (o->max_tokens < 1 || o->max_tokens > 1 << 20) {
     *err = "max_tokens must be between 1 and 1048576";

@@ -115,3 +115,34 @@ test('bad or oversized schemas and grammars from a client are 400s naming the pr
     p.kill('SIGTERM');
   }
 });
+
+// The official client's embeddings.create against `edgellm serve --embedding-model` (a chat
+// model beside it): floats by default through base64 (the client's default encoding), in
+// input order, the same vectors for the same text; a text over the model's 512 tokens is a
+// 400 the client raises as BadRequestError.
+test('serve answers the openai client\'s embeddings.create next to chat', async () => {
+  const { p, url } = await startServer(model(), ['--embedding-model', model('minilm-l6', 'Q8_0')]);
+  try {
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const input = ['the battery lasts two days', '端侧大模型在手机本地运行', 'the battery lasts two days'];
+    const r = await client.embeddings.create({ model: 'minilm-l6-Q8_0', input });
+    assert.equal(r.data.length, 3);
+    assert.deepEqual(r.data.map((d) => d.index), [0, 1, 2]);
+    assert.equal(r.data[0].embedding.length, 384);
+    assert.ok(r.usage.prompt_tokens > 10, JSON.stringify(r.usage));
+    const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+    assert.ok(Math.abs(dot(r.data[0].embedding, r.data[0].embedding) - 1) < 1e-4, 'normalized');
+    assert.ok(dot(r.data[0].embedding, r.data[2].embedding) > 0.9999, 'same text, same vector');
+    const floats = await client.embeddings.create({ model: 'm', input: input[1], encoding_format: 'float' });
+    assert.ok(dot(floats.data[0].embedding, r.data[1].embedding) > 0.9999);
+    await assert.rejects(client.embeddings.create({ model: 'm', input: 'word '.repeat(3000) }),
+                         (e) => e.status === 400 && /more than the 512/.test(e.message));
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id).length, 2);
+    // Chat still answers on the same server.
+    const c = await client.chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, temperature: 0 });
+    assert.ok(c.choices[0].message.content.length > 0);
+  } finally {
+    p.kill('SIGTERM');
+  }
+});
