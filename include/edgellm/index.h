@@ -135,7 +135,7 @@ class DocumentIndex {
 // the user's turn, not the system prompt, so a conversation's earlier turns keep their KV
 // cache, and a context overflow drops a turn together with the chunks it was answered from.
 struct GroundOptions {
-  SearchOptions search;  // default: hybrid, top 3 (set search.top_k)
+  SearchOptions search = {.top_k = 3};  // default: hybrid, top 3
   // At most this many tokens of chunks (the embedder's tokenizer; whole chunks, best first).
   // Default 1024.
   int32_t max_context_tokens = 1024;

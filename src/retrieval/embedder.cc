@@ -219,7 +219,6 @@ Status Embedder::Impl::Run(const std::vector<Item>& items,
                            const std::function<bool(int32_t, int32_t)>& on_progress,
                            const std::function<void(size_t, const float*)>& take,
                            EmbedStats* stats) {
-  const auto t0 = std::chrono::steady_clock::now();
   llama_batch batch = llama_batch_init(info.batch_tokens, 0, 1);
   struct BatchFree {
     llama_batch* b;
@@ -269,7 +268,6 @@ Status Embedder::Impl::Run(const std::vector<Item>& items,
                                std::to_string(total) + " texts");
     }
   }
-  stats->total_ms += ms(t0);
   return Status::Ok();
 }
 

@@ -9,9 +9,7 @@ namespace edgellm {
 Result<Grounded> ground_question(DocumentIndex& index, const std::string& question,
                                  const GroundOptions& options) {
   if (question.empty()) return Status::InvalidArgument("the question is empty");
-  SearchOptions so = options.search;
-  if (so.top_k == SearchOptions{}.top_k) so.top_k = 3;
-  auto found = index.Search(question, so);
+  auto found = index.Search(question, options.search);
   if (!found.ok()) return found.status();
   Grounded g;
   g.search_ms = found->ms;
