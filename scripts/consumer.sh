@@ -178,7 +178,10 @@ run_npm() {
    npm install --no-audit --no-fund --prefer-offline --loglevel=error "$tgz" >&2)
   cp tests/consumer/node/consumer.cjs tests/consumer/node/consumer.ts "$tmp/napp/"
   local out
-  out=$(cd "$tmp/napp" && node consumer.cjs "$tmp/P/share/edgellm/edgellm-tiny-F32.gguf" "$prompt")
+  build/bin/edgellm synth --preset minilm-l6 --type Q8_0 -o "$tmp/minilm.gguf" >/dev/null 2>&1 ||
+    die "edgellm synth --preset minilm-l6 failed"
+  out=$(cd "$tmp/napp" && node consumer.cjs "$tmp/P/share/edgellm/edgellm-tiny-F32.gguf" "$prompt" \
+        "$tmp/minilm.gguf" "$tmp/napp-index")
   local field
   field() { node -e 'const o = JSON.parse(process.argv[1]); const v = process.argv[2].split(".").reduce((a, k) => a[k], o); console.log(v)' "$out" "$1"; }
   case $(field package) in "$tmp/napp/node_modules/edgellm/"*) ;; *) die "require('edgellm') resolved to $(field package)";; esac
@@ -190,6 +193,9 @@ run_npm() {
   [ -n "$(field turn2)" ] && [ "$(field turn2Reused)" -gt 0 ] ||
     die "conversation turn 2: '$(field turn2)', reused $(field turn2Reused) tokens"
   ok "npm: conversation, turn 2 reused $(field turn2Reused) tokens of turn 1"
+  [ "$(field dims)" = 384 ] && [ "$(field float32)" = true ] && [ "$(field found)" = notes.txt ] ||
+    die "embed/index: dims $(field dims), Float32Array $(field float32), found '$(field found)'"
+  ok "npm: loadEmbedder + openIndex: 384-dim Float32Array, cosine $(field cosine), '账本' found in notes.txt"
 
   step "npm: the package's types (tsc --strict)"
   (cd "$tmp/napp" && node "$root/bindings/node/test/node_modules/typescript/bin/tsc" --strict \

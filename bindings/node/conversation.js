@@ -18,6 +18,13 @@ function disposedConversation() {
   return err;
 }
 
+// A conversation's index and retrieval options (checked once, at creation).
+function retrievalOf(bridge, o) {
+  if (o.index === undefined || o.index === null) return {};
+  if (!bridge.isIndex(o.index)) throw new TypeError('index must be a DocumentIndex from openIndex()');
+  return { index: o.index, retrieval: o.retrieval };
+}
+
 function nativeConversationOptions(o = {}) {
   const out = {};
   for (const k of ['systemPrompt', 'overflow', 'promptCache', 'promptCacheBytes', 'chatmlFallback']) {
@@ -45,6 +52,8 @@ class Conversation {
   #overflow;
   #disposed = false;
   #restoreInfo;
+  #index;
+  #retrieval;
 
   constructor(bridge, init) {
     if (!bridge || !init || typeof init.id !== 'number') {
@@ -57,6 +66,8 @@ class Conversation {
     this.#overflow = init.overflow;
     this.#restoreInfo = init.restore;
     this.#savePath = init.savePath;
+    this.#index = init.index;
+    this.#retrieval = init.retrieval;
     if (this.#savePath !== undefined) autosaved.add(this);
     registry?.register(this, { bridge, id: init.id }, this);
   }
@@ -65,14 +76,14 @@ class Conversation {
     const savePath = checkSavePath(options.savePath);
     const o = nativeConversationOptions(options);
     const r = await bridge.job(() => bridge.native.conversationCreate(o));
-    return new Conversation(bridge, { ...r, savePath });
+    return new Conversation(bridge, { ...r, savePath, ...retrievalOf(bridge, options) });
   }
 
   static async restore(bridge, filePath, options = {}) {
     const savePath = checkSavePath(options.savePath);
     const o = nativeConversationOptions(options);
     const r = await bridge.job(() => bridge.native.conversationLoad(filePath, o));
-    return new Conversation(bridge, { ...r, savePath });
+    return new Conversation(bridge, { ...r, savePath, ...retrievalOf(bridge, options) });
   }
 
   /** Where enterBackground() saves this conversation (undefined: it does not). */
@@ -86,8 +97,17 @@ class Conversation {
   /** After model.restoreConversation(): whether the KV cache came back, and why not. */
   get restoreInfo() { return this.#restoreInfo; }
 
+  /** The index each user turn is grounded in (null: none). */
+  get index() { return this.#index ?? null; }
+
   send(text, options = {}) {
     if (typeof text !== 'string') return Promise.reject(new TypeError('text must be a string'));
+    const index = options.index === undefined ? this.#index : options.index;
+    if (index) {
+      // The turn carries the chunks (they stay in the history with it); `sources` lists them.
+      return this.#bridge.grounded({ ...options, index, retrieval: options.retrieval ?? this.#retrieval },
+                                   text, (t, o) => this.#generate(t, o));
+    }
     return this.#generate(text, options);
   }
 

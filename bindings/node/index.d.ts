@@ -114,6 +114,12 @@ export interface GenerateOptions {
   /** Cancels: a running generation stops before its next token; a queued one never starts.
    * The promise then resolves with finishReason "cancelled" and the text produced so far. */
   signal?: AbortSignal;
+  /** A grounded answer: the index's best chunks for the prompt go before it, numbered with
+   * their sources (index.ground()), and the result lists them in `sources`. null: none (in a
+   * conversation with an index, this turn goes without). */
+  index?: DocumentIndex | null;
+  /** How the chunks are found and how many (with `index`). */
+  retrieval?: GroundOptions;
 }
 
 export interface BatchInfo {
@@ -191,6 +197,9 @@ export interface GenerateResult<T = unknown> {
   reasoning?: string;
   /** With tools: the calls the model made (finishReason "tool_calls"). */
   toolCalls?: ToolCall[];
+  /** With an index: the chunks the prompt carried, [1] first (empty: none matched, the
+   * question went alone). */
+  sources?: SearchHit[];
 }
 
 /** A text stream: iterate it for batches; `result` settles with the whole generation. */
@@ -305,6 +314,12 @@ export interface ConversationOptions {
   /** Where enterBackground() saves this conversation (a file under the app's filesDir, never
    * its cacheDir). Default: not saved. */
   savePath?: string;
+  /** Ground every user turn in this index: its best chunks go into the turn (and stay in the
+   * history with it, so later turns reuse their KV cache and an overflow drops them with the
+   * turn); each result lists them in `sources`. send(text, {index: null}) skips one turn. */
+  index?: DocumentIndex;
+  /** How those chunks are found (default: hybrid, top 3, at most 1024 tokens). */
+  retrieval?: GroundOptions;
 }
 
 export interface PrepareStats {
@@ -332,6 +347,8 @@ export class Conversation {
   readonly disposed: boolean;
   /** Set by model.restoreConversation(). */
   readonly restoreInfo?: RestoreInfo;
+  /** The index every user turn is grounded in (conversation({index})), or null. */
+  readonly index: DocumentIndex | null;
   /** Adds a user turn and generates the reply (added to the history, also when cancelled
    * with text). chat, systemPrompt, history and reusePrefix are the conversation's. */
   send<T = unknown>(text: string, options?: GenerateOptions): Promise<GenerateResult<T>>;
@@ -600,6 +617,262 @@ export interface LogSubscription {
  * replaces the previous one. */
 export function onLog(callback: (lines: LogLine[]) => void,
                       options?: { level?: LogLevel }): LogSubscription;
+
+// ---- documents: embeddings, rerank and a local index (docs/node.md "Documents") ----
+
+export type Pooling = "model" | "mean" | "cls" | "last" | "rank";
+
+export interface EmbedderOptions {
+  /** Decode threads. Default: physical cores. */
+  threads?: number;
+  /** Default "model": what the GGUF says (a file without one is refused). */
+  pooling?: Pooling;
+  /** Tokens one text may have, special tokens included. Default: the model's training context
+   * (512 for BERT), at most 8192. */
+  maxTokens?: number;
+  /** Tokens decoded together (texts share a decode). Default max(512, maxTokens). */
+  batchTokens?: number;
+  /** Texts decoded together, at most. Default 64. */
+  batchTexts?: number;
+  /** Put before kind "query" / "document" texts. Default: the model's own, else none. */
+  queryPrefix?: string;
+  documentPrefix?: string;
+  loadMode?: LoadMode;
+  /** Cancels the load (rejects with an AbortError). */
+  signal?: AbortSignal;
+  onProgress?: (p: LoadProgress) => void;
+}
+
+export interface EmbedderInfo {
+  path: string;
+  name: string;
+  arch: string;
+  /** sha256 of the GGUF's header and tensor table: an index records it. */
+  identity: string;
+  /** The pooling in use (never "model"). */
+  pooling: Exclude<Pooling, "model">;
+  /** Length of each vector (0 for a reranker). */
+  dims: number;
+  maxTokens: number;
+  batchTokens: number;
+  batchTexts: number;
+  canEmbed: boolean;
+  canRerank: boolean;
+  hasRerankTemplate: boolean;
+  queryPrefix: string;
+  documentPrefix: string;
+}
+
+/** done/total: texts (embed, rerank) or chunks (index adds) finished so far. */
+export interface WorkProgress {
+  done: number;
+  total: number;
+}
+
+export interface EmbedOptions {
+  /** "query" / "document" add the model's (or the options') prefix. Default "plain". */
+  kind?: "plain" | "query" | "document";
+  /** Scale each vector to length 1. Default true. */
+  normalize?: boolean;
+  /** A text over maxTokens: false (default) rejects the call with ERR_INVALID_ARGUMENT naming
+   * it; true keeps its first maxTokens tokens (`truncated` says which). */
+  truncate?: boolean;
+  /** Rejects with an AbortError; the call stops after its current decode. */
+  signal?: AbortSignal;
+  onProgress?: (p: WorkProgress) => void;
+}
+
+export interface EmbedStats {
+  texts: number;
+  tokens: number;
+  truncated: number;
+  decodes: number;
+  tokenizeMs: number;
+  decodeMs: number;
+  totalMs: number;
+}
+
+export interface EmbedResult {
+  /** One per text, in input order, each over its own ArrayBuffer. */
+  vectors: Float32Array[];
+  dims: number;
+  nTokens: number[];
+  truncated: boolean[];
+  stats: EmbedStats;
+}
+
+export interface RerankOptions {
+  truncate?: boolean;
+  signal?: AbortSignal;
+  onProgress?: (p: WorkProgress) => void;
+}
+
+export interface RerankResult {
+  /** Per document, in input order: the model's raw score and its sigmoid in (0, 1). */
+  scores: number[];
+  probabilities: number[];
+  /** Document indices, most relevant first. */
+  order: number[];
+  nTokens: number[];
+  stats: EmbedStats;
+}
+
+/** An embedding model (vectors) or a reranker (query/document scores), on its own worker
+ * thread; many texts share each decode. */
+export class Embedder {
+  static load(path: string, options?: EmbedderOptions): Promise<Embedder>;
+  readonly info: EmbedderInfo;
+  readonly disposed: boolean;
+  /** One Float32Array per text, in input order (a string: one vector). Rejects with
+   * ERR_INVALID_ARGUMENT for an empty text, invalid UTF-8, a NUL or a text over maxTokens
+   * (without truncate), and on a reranker. */
+  embed(texts: string | string[], options?: EmbedOptions): Promise<Float32Array[]>;
+  /** As embed(), with token counts and timings. */
+  embedDetailed(texts: string | string[], options?: EmbedOptions): Promise<EmbedResult>;
+  /** Relevance of each document to `query` (a rank-pooling model). */
+  rerank(query: string, documents: string[], options?: RerankOptions): Promise<RerankResult>;
+  /** Cancels running and queued calls (they reject with ERR_CANCELLED) and frees the model;
+   * an index opened with it keeps it until the index closes. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** Loads an embedding model or a reranker (Embedder.load). */
+export function loadEmbedder(path: string, options?: EmbedderOptions): Promise<Embedder>;
+/** Cosine similarity of two vectors of equal length. */
+export function cosineSimilarity(a: ArrayLike<number>, b: ArrayLike<number>): number;
+
+export type VectorType = "f32" | "int8";
+export type SearchMode = "vector" | "lexical" | "hybrid";
+
+export interface IndexOptions {
+  /** A new index only: "f32" (default) or "int8" (a quarter of the size; recall@10 measured
+   * in docs/retrieval.md). */
+  vectorType?: VectorType;
+  /** Tokens per chunk, at most. Default 200. */
+  chunkTokens?: number;
+  /** Tokens a chunk repeats from the one before (whole sentences). Default 40. */
+  chunkOverlap?: number;
+  /** Search and stats only; the folder must hold an index. Default false. */
+  readOnly?: boolean;
+}
+
+export interface AddOptions {
+  /** Rejects with an AbortError and leaves the index as it was. */
+  signal?: AbortSignal;
+  onProgress?: (p: WorkProgress) => void;
+}
+
+export interface AddResult {
+  source: string;
+  chunks: number;
+  tokens: number;
+  /** Chunks cut to fit the embedder. */
+  truncated: number;
+  /** The source was there before (its old chunks are gone). */
+  replaced: boolean;
+  embedMs: number;
+  totalMs: number;
+}
+
+export interface SearchOptions {
+  /** Default 5 (1..1000). */
+  topK?: number;
+  /** Default "hybrid" (both rankings fused by reciprocal rank). "vector" and "hybrid" need the
+   * index's embedder. */
+  mode?: SearchMode;
+  /** A reranker: the fused top rerankTopN are scored with the query and reordered. */
+  reranker?: Embedder;
+  /** Default 20. */
+  rerankTopN?: number;
+}
+
+export interface SearchHit {
+  chunkId: number;
+  source: string;
+  /** Bytes of the source's UTF-8 text. */
+  start: number;
+  end: number;
+  text: string;
+  /** What the hits are ordered by: fused, rerank, or one ranking's score. */
+  score: number;
+  /** Which ranking found it. With random-weights fixtures only "lexical" means anything. */
+  foundBy: "vector" | "lexical" | "both";
+  /** 1-based ranks in each ranking (0: not in it) and their scores. */
+  vectorRank: number;
+  lexicalRank: number;
+  /** Cosine similarity. */
+  vectorScore: number;
+  /** BM25 (higher is better). */
+  lexicalScore: number;
+  /** Raw reranker score, when reranked. */
+  rerankScore?: number;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  ms: number;
+  chunksSearched: number;
+}
+
+export interface GroundOptions extends SearchOptions {
+  /** Chunks of at most this many tokens in all (whole chunks, best first). Default 1024. */
+  maxContextTokens?: number;
+  /** The line before the chunks. Default: answer from the notes and cite them like [1]. */
+  instruction?: string;
+}
+
+export interface Grounded {
+  /** The instruction, "[1] (source) text", ..., then the question. */
+  prompt: string;
+  cited: SearchHit[];
+  searchMs: number;
+}
+
+export interface IndexStats {
+  /** The SQLite file. */
+  path: string;
+  sources: number;
+  chunks: number;
+  tokens: number;
+  /** The database and its WAL. */
+  bytesOnDisk: number;
+  dims: number;
+  vectorType: VectorType;
+  modelName: string;
+  modelIdentity: string;
+  chunkTokens: number;
+  chunkOverlap: number;
+  sourceNames: string[];
+}
+
+/** The user's texts, chunked, embedded and stored in one SQLite file (dir/index.sqlite), on its
+ * own worker thread. Every add or remove is one transaction: a process killed mid-add leaves
+ * the index as it was or with the whole add. */
+export class DocumentIndex {
+  /** Opens (or creates) the index in `dir`. `embedder` null: lexical search, stats and remove
+   * only. An index made with another model rejects with ERR_FAILED_PRECONDITION naming both;
+   * a damaged file with ERR_CORRUPT_DATA. */
+  static open(dir: string, embedder: Embedder | null, options?: IndexOptions): Promise<DocumentIndex>;
+  readonly embedder: Embedder | null;
+  readonly closed: boolean;
+  /** Adds `text` as `source` (a name: a path, a note's id), replacing what it had. */
+  addText(source: string, text: string, options?: AddOptions): Promise<AddResult>;
+  /** Reads a UTF-8 text file and adds it with its path as the source. */
+  addFile(path: string, options?: AddOptions): Promise<AddResult>;
+  /** The number of chunks removed (0: the source was not there). */
+  remove(source: string): Promise<number>;
+  search(query: string, options?: SearchOptions): Promise<SearchResult>;
+  /** The question with the best chunks before it, for a chat turn (what conversation({index})
+   * does each turn). */
+  ground(question: string, options?: GroundOptions): Promise<Grounded>;
+  stats(): Promise<IndexStats>;
+  /** Cancels a running add (the index keeps what it had) and closes. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Opens (or creates) a document index (DocumentIndex.open). */
+export function openIndex(dir: string, embedder: Embedder | null,
+                          options?: IndexOptions): Promise<DocumentIndex>;
 
 /** The addon's versions: edgellm's (the package's version), the git commit it was built from,
  * the llama.cpp release inside it, and the Node-API version it targets. */

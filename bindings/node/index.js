@@ -136,6 +136,7 @@ function nativeMessage(m) {
 const { Conversation, autosavedConversations } = require('./conversation.js');
 const { textStream } = require('./stream.js');
 const { createRuntimeClass } = require('./runtime.js');
+const { createRetrieval } = require('./retrieval.js');
 
 /** A LoRA adapter loaded by model.loadLora(). */
 class LoraAdapter {
@@ -204,6 +205,10 @@ class Model {
   generate(prompt, options = {}) {
     if (this.#disposed) return Promise.reject(disposedError());
     if (typeof prompt !== 'string') return Promise.reject(new TypeError('prompt must be a string'));
+    if (options.index) {
+      // A grounded answer: the index's best chunks go before the prompt; `sources` lists them.
+      return grounded(options, prompt, (p, o) => this.generate(p, o));
+    }
     return this.#enqueue(options, (onBatch) =>
       this.#native.generate(prompt, nativeGenerateOptions(options), onBatch));
   }
@@ -237,6 +242,8 @@ class Model {
       },
       disposed: () => this.#disposed,
       nativeGenerateOptions,
+      grounded,
+      isIndex: (x) => x instanceof DocumentIndex,
     };
   }
 
@@ -406,6 +413,27 @@ class Model {
   }
 }
 
+const retrieval = createRetrieval(native, {
+  abortError,
+  // Live embedders and indexes run native threads too: the exit hook must stop them.
+  retain: () => { liveModels++; }, release: () => { liveModels--; },
+});
+const Embedder = retrieval.Embedder;
+const DocumentIndex = retrieval.DocumentIndex;
+const cosineSimilarity = retrieval.cosineSimilarity;
+
+// Runs `run(prompt, options)` with `text` grounded in options.index (retrieval options in
+// options.retrieval) and adds the chunks the prompt cites as `sources`.
+async function grounded(options, text, run) {
+  if (!(options.index instanceof DocumentIndex)) {
+    throw new TypeError('index must be a DocumentIndex from openIndex()');
+  }
+  const g = await options.index.ground(text, options.retrieval ?? {});
+  const res = await run(g.prompt, { ...options, index: undefined, retrieval: undefined });
+  res.sources = g.cited;
+  return res;
+}
+
 // The seed's contract (first field report, §3.2).
 function InitModel(modelPath, threads, ctx) {
   return Model.load(modelPath, { threads, ctx });
@@ -525,6 +553,11 @@ module.exports = {
   Conversation,
   LoraAdapter,
   Runtime,
+  Embedder,
+  DocumentIndex,
+  loadEmbedder: (modelPath, options) => Embedder.load(modelPath, options),
+  openIndex: (dir, embedder, options) => DocumentIndex.open(dir, embedder, options),
+  cosineSimilarity,
   InitModel,
   Generate,
   deviceProfile: (options) => native.deviceProfile(options),

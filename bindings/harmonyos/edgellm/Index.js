@@ -90,6 +90,7 @@ function nativeMessage(m) {
 import { Conversation, autosavedConversations } from './conversation.js';
 import { textStream } from './stream.js';
 import { createRuntimeClass } from './runtime.js';
+import { createRetrieval } from './retrieval.js';
 
 /** A LoRA adapter loaded by model.loadLora(). */
 class LoraAdapter {
@@ -158,6 +159,10 @@ class Model {
   generate(prompt, options = {}) {
     if (this.#disposed) return Promise.reject(disposedError());
     if (typeof prompt !== 'string') return Promise.reject(new TypeError('prompt must be a string'));
+    if (options.index) {
+      // A grounded answer: the index's best chunks go before the prompt; `sources` lists them.
+      return grounded(options, prompt, (p, o) => this.generate(p, o));
+    }
     return this.#enqueue(options, (onBatch) =>
       this.#native.generate(prompt, nativeGenerateOptions(options), onBatch));
   }
@@ -191,6 +196,8 @@ class Model {
       },
       disposed: () => this.#disposed,
       nativeGenerateOptions,
+      grounded,
+      isIndex: (x) => x instanceof DocumentIndex,
     };
   }
 
@@ -360,6 +367,27 @@ class Model {
   }
 }
 
+const retrieval = createRetrieval(native, {
+  abortError,
+  // Live embedders and indexes run native threads too: the exit hook must stop them.
+  retain: () => { liveModels++; }, release: () => { liveModels--; },
+});
+const Embedder = retrieval.Embedder;
+const DocumentIndex = retrieval.DocumentIndex;
+const cosineSimilarity = retrieval.cosineSimilarity;
+
+// Runs `run(prompt, options)` with `text` grounded in options.index (retrieval options in
+// options.retrieval) and adds the chunks the prompt cites as `sources`.
+async function grounded(options, text, run) {
+  if (!(options.index instanceof DocumentIndex)) {
+    throw new TypeError('index must be a DocumentIndex from openIndex()');
+  }
+  const g = await options.index.ground(text, options.retrieval ?? {});
+  const res = await run(g.prompt, { ...options, index: undefined, retrieval: undefined });
+  res.sources = g.cited;
+  return res;
+}
+
 // The seed's contract (first field report, §3.2).
 function InitModel(modelPath, threads, ctx) {
   return Model.load(modelPath, { threads, ctx });
@@ -474,6 +502,8 @@ async function enterBackground(options = {}) {
   return { models: models.length, cancelled, saved, failed };
 }
 
+const loadEmbedder = (modelPath, options) => Embedder.load(modelPath, options);
+const openIndex = (dir, embedder, options) => DocumentIndex.open(dir, embedder, options);
 const deviceProfile = (options) => native.deviceProfile(options);
 const planMemory = (modelPath, options) => native.planMemory(modelPath, options);
 const listModels = (store) => native.listModels(store);
@@ -488,12 +518,14 @@ const resume = () => native.resume();
 const signals = () => native.signals();
 const version = native.version;
 export {
-  Model, Conversation, LoraAdapter, Runtime, InitModel, Generate, deviceProfile, planMemory, pull,
-  listModels, ensureModel, verifyModel, removeModel, memoryUsage, setThermalLevel, setMemoryLevel,
-  pause, resume, signals, onLog, enterBackground, version,
+  Model, Conversation, LoraAdapter, Runtime, Embedder, DocumentIndex, loadEmbedder, openIndex,
+  cosineSimilarity, InitModel, Generate, deviceProfile, planMemory, pull, listModels, ensureModel,
+  verifyModel, removeModel, memoryUsage, setThermalLevel, setMemoryLevel, pause, resume, signals,
+  onLog, enterBackground, version,
 };
 export default {
-  Model, Conversation, LoraAdapter, Runtime, InitModel, Generate, deviceProfile, planMemory, pull,
-  listModels, ensureModel, verifyModel, removeModel, memoryUsage, setThermalLevel, setMemoryLevel,
-  pause, resume, signals, onLog, enterBackground, version,
+  Model, Conversation, LoraAdapter, Runtime, Embedder, DocumentIndex, loadEmbedder, openIndex,
+  cosineSimilarity, InitModel, Generate, deviceProfile, planMemory, pull, listModels, ensureModel,
+  verifyModel, removeModel, memoryUsage, setThermalLevel, setMemoryLevel, pause, resume, signals,
+  onLog, enterBackground, version,
 };

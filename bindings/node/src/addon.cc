@@ -14,6 +14,7 @@
 #include "log_sink.h"
 #include "napi_util.h"
 #include "native_model.h"
+#include "native_retrieval.h"
 #include "native_runtime.h"
 #include "signals.h"
 #include "worker.h"
@@ -29,6 +30,8 @@ void stop_everything(napi_env env, const char* when) {
   set_shutting_down();
   close_all_models(env);
   close_all_runtimes(env);
+  close_all_indexes(env);  // before the embedders they hold
+  close_all_embedders(env);
   const bool done = wait_for_threads(std::chrono::seconds(10));
   if (trace) std::fprintf(stderr, "edgellm: %s: native threads ended: %d\n", when, done);
   if (!done) std::fprintf(stderr, "edgellm: native threads still running 10 s after %s\n", when);
@@ -62,8 +65,11 @@ void at_exit() { stop_everything(nullptr, "exit"); }
 napi_value init(napi_env env, napi_value exports) {
   napi_value cls = define_native_model(env);
   napi_value rt = define_native_runtime(env);
+  napi_value emb = define_native_embedder(env);
+  napi_value idx = define_native_index(env);
   napi_value shutdown = nullptr;
-  if (!cls || napi_set_named_property(env, exports, "NativeModel", cls) != napi_ok || !rt ||
+  if (!cls || !emb || napi_set_named_property(env, exports, "NativeEmbedder", emb) != napi_ok ||
+      !idx || napi_set_named_property(env, exports, "NativeIndex", idx) != napi_ok || napi_set_named_property(env, exports, "NativeModel", cls) != napi_ok || !rt ||
       napi_set_named_property(env, exports, "NativeRuntime", rt) != napi_ok ||
       !define_functions(env, exports) || !define_signals(env, exports) ||
       !define_log_sink(env, exports) ||

@@ -159,21 +159,51 @@ bool opt_string(napi_env env, napi_value obj, const char* key, std::string* out)
   return get_string(env, *v, key, out);
 }
 
+bool get_strings(napi_env env, napi_value v, const char* what, std::vector<std::string>* out) {
+  bool is_array = false;
+  napi_is_array(env, v, &is_array);
+  if (!is_array) return type_error(env, what, "an array of strings");
+  uint32_t n = 0;
+  napi_get_array_length(env, v, &n);
+  out->reserve(out->size() + n);
+  for (uint32_t i = 0; i < n; ++i) {
+    napi_value e = nullptr;
+    napi_get_element(env, v, i, &e);
+    std::string s;
+    if (!get_string(env, e, what, &s)) return false;
+    out->push_back(std::move(s));
+  }
+  return true;
+}
+
 bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std::string>* out) {
   auto v = get_prop(env, obj, key);
   if (!v) return true;
-  bool is_array = false;
-  napi_is_array(env, *v, &is_array);
-  if (!is_array) return type_error(env, key, "an array of strings");
-  uint32_t n = 0;
-  napi_get_array_length(env, *v, &n);
-  for (uint32_t i = 0; i < n; ++i) {
-    napi_value e = nullptr;
-    napi_get_element(env, *v, i, &e);
-    std::string s;
-    if (!get_string(env, e, key, &s)) return false;
-    out->push_back(std::move(s));
+  return get_strings(env, *v, key, out);
+}
+
+bool attach_cancel(napi_env env, napi_value holder, std::shared_ptr<std::atomic<bool>> flag) {
+  if (is_nullish(env, holder)) return true;
+  using Flag = std::shared_ptr<std::atomic<bool>>;
+  auto* data = new Flag(std::move(flag));
+  napi_value fn = nullptr;
+  if (napi_create_function(
+          env, "cancel", NAPI_AUTO_LENGTH,
+          [](napi_env e, napi_callback_info i) -> napi_value {
+            void* d = nullptr;
+            napi_get_cb_info(e, i, nullptr, nullptr, nullptr, &d);
+            **static_cast<Flag*>(d) = true;
+            return nullptr;
+          },
+          data, &fn) != napi_ok) {
+    delete data;
+    throw_last_error(env, "napi_create_function");
+    return false;
   }
+  napi_add_finalizer(
+      env, fn, data, [](napi_env, void* d, void*) { delete static_cast<Flag*>(d); }, nullptr,
+      nullptr);
+  set(env, holder, "cancel", fn);
   return true;
 }
 

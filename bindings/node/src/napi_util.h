@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ bool opt_int(napi_env env, napi_value obj, const char* key, int32_t* out);
 bool opt_bool(napi_env env, napi_value obj, const char* key, bool* out);
 bool opt_string(napi_env env, napi_value obj, const char* key, std::string* out);
 bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std::string>* out);
+// An array of strings (TypeError naming `what` otherwise), appended to `out`.
+bool get_strings(napi_env env, napi_value v, const char* what, std::vector<std::string>* out);
+
+// Gives the object `holder` (when not nullish) a cancel() method that sets `flag`: how the JS
+// layer cancels one call (an AbortSignal's listener calls it). False with an exception pending.
+bool attach_cancel(napi_env env, napi_value holder, std::shared_ptr<std::atomic<bool>> flag);
 
 // A one-way pipe from any thread to the JS thread: a threadsafe function whose items are
 // closures run on the JS thread with the function given at creation (which may be undefined).

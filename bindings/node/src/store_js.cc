@@ -39,26 +39,7 @@ napi_value PullJs(napi_env env, napi_callback_info info) {
   }
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   // argv[3]: an object that gets a cancel() method bound to this pull.
-  if (!is_nullish(env, argv[3])) {
-    napi_value fn = nullptr;
-    auto* holder = new std::shared_ptr<std::atomic<bool>>(cancel);
-    NAPI_OK(env, napi_create_function(
-                     env, "cancel", NAPI_AUTO_LENGTH,
-                     [](napi_env e, napi_callback_info i) -> napi_value {
-                       void* data = nullptr;
-                       napi_get_cb_info(e, i, nullptr, nullptr, nullptr, &data);
-                       **static_cast<std::shared_ptr<std::atomic<bool>>*>(data) = true;
-                       return nullptr;
-                     },
-                     holder, &fn));
-    napi_add_finalizer(
-        env, fn, holder,
-        [](napi_env, void* data, void*) {
-          delete static_cast<std::shared_ptr<std::atomic<bool>>*>(data);
-        },
-        nullptr, nullptr);
-    set(env, argv[3], "cancel", fn);
-  }
+  if (!attach_cancel(env, argv[3], cancel)) return nullptr;
   return run_async(env, argv[2], "edgellm.pull", [url, store, cancel](Channel* ch) -> Settle {
     StoreOptions so;
     so.root = store;

@@ -23,7 +23,7 @@ test('npm pack, then require the installed package', { timeout: 120_000 }, () =>
   const files = json[0].files.map((f) => f.path).sort();
   assert.deepEqual(files, ['LICENSE.llama.cpp', 'README.md', 'conversation.js', 'index.d.ts',
                            'index.js', 'package.json', `prebuilds/linux-${process.arch}/edgellm.node`,
-                           'runtime.js', 'stream.js']);
+                           'retrieval.js', 'runtime.js', 'stream.js']);
   const tarball = path.join(out, json[0].filename);
   assert.ok(fs.statSync(tarball).size > 1e6);
   const app = path.join(out, 'app');
