@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // edgellm demo: one page over the Node addon (bindings/node) with a model picker, the device and
-// memory plan, staged first-run progress (download, engine, warm-up) and streamed chat.
+// memory plan, staged first-run progress (download, engine, warm-up), streamed chat, and
+// documents a chat turn can be answered from (with the chunks it cites).
 import { mkdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Demo } from './lib/demo.mjs';
+import { kMaxDocBytes } from './lib/docs.mjs';
 import { HttpError, readJson, sendError, sendJson } from './lib/http.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -28,6 +30,10 @@ Options:
                    there too (default ${defaultStore})
   --manifest URL   manifest URL the page offers to pull (e.g. http://127.0.0.1:8081/manifest.json)
   --threads N      worker threads per model (default: the addon's, physical cores)
+  --embedding-model FILE
+                   an embedding model (GGUF) for the Documents panel: text files added there
+                   are chunked, embedded and kept in STORE/demo-docs/, and a chat turn can be
+                   answered from them, with the chunks it cites (default: none, panel off)
   -h, --help       print this help and exit
 
 It prints "edgellm demo on http://HOST:PORT/" once listening.`;
@@ -47,6 +53,7 @@ function parseCli(argv) {
       store: { type: 'string', default: defaultStore },
       manifest: { type: 'string', default: '' },
       threads: { type: 'string' },
+      'embedding-model': { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
     } }));
   } catch (err) {
@@ -65,7 +72,8 @@ function parseCli(argv) {
     fail(`--threads ${values.threads}: want an integer >= 1 (or 0: the addon's default)`);
   }
   return { port, host: values.host, modelsDir: path.resolve(values.models),
-           store: path.resolve(values.store), manifest: values.manifest, threads };
+           store: path.resolve(values.store), manifest: values.manifest, threads,
+           embeddingModel: values['embedding-model'] };
 }
 
 function loadAddon() {
@@ -83,6 +91,7 @@ function loadAddon() {
 const kStatic = {
   '/': ['index.html', 'text/html; charset=utf-8'],
   '/app.js': ['app.js', 'text/javascript; charset=utf-8'],
+  '/docs.js': ['docs.js', 'text/javascript; charset=utf-8'],
   '/style.css': ['style.css', 'text/css; charset=utf-8'],
 };
 
@@ -115,6 +124,11 @@ function route(demo, addon, cli) {
         case 'POST /api/cancel': return sendJson(res, 200, demo.cancel());
         case 'GET /api/conversation': return sendJson(res, 200, demo.conversation());
         case 'POST /api/reset': return sendJson(res, 200, await demo.reset());
+        case 'GET /api/docs': return sendJson(res, 200, await demo.docs.status());
+        case 'POST /api/docs/add':
+          return sendJson(res, 200, await demo.docs.add(await readJson(req, 2 * kMaxDocBytes)));
+        case 'POST /api/docs/remove':
+          return sendJson(res, 200, await demo.docs.remove(await readJson(req)));
         default:
           throw new HttpError(404, `no route ${key}: the page is at /, the API under /api/`);
       }

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Docs, sourceView } from './docs.mjs';
 import { HttpError, sendError, sseSend, sseStart } from './http.mjs';
 
 const kMaxPrompt = 16 * 1024;  // characters
@@ -19,8 +20,9 @@ function describe(err) {
 }
 
 export class Demo {
-  constructor(addon, { modelsDir, store, threads }) {
+  constructor(addon, { modelsDir, store, threads, embeddingModel }) {
     this.addon = addon;
+    this.docs = new Docs(addon, { embeddingModel, store, threads });
     this.modelsDir = modelsDir;
     this.store = store;
     this.threads = threads;
@@ -243,7 +245,7 @@ export class Demo {
   // POST /api/chat {prompt, maxTokens?, temperature?}: the next turn of the conversation,
   // batches as SSE "token", then "done" with the stats and the history.
   async chat(res, body) {
-    const { prompt, maxTokens = 256, temperature } = body;
+    const { prompt, maxTokens = 256, temperature, docs } = body;
     if (typeof prompt !== 'string' || prompt.trim() === '' || prompt.length > kMaxPrompt) {
       throw new HttpError(400, `"prompt" must be a non-empty string of at most ${kMaxPrompt} ` +
                                'characters');
@@ -258,6 +260,7 @@ export class Demo {
     const model = this.model;
     if (!model) throw new HttpError(409, 'no model is loaded: pick one and press Load first');
     if (this.gen) throw new HttpError(409, 'a generation is running: wait for it or cancel it');
+    const grounded = await this.docs.sendOptions(docs, model.info.ctx);  // {} or {index, retrieval}
 
     const controller = new AbortController();
     this.gen = { controller };
@@ -277,11 +280,11 @@ export class Demo {
       sseSend(res, 'token', { text, index: batch.index, latencyUs: batch.latencyUs,
                               tokens: batch.totalTokens, msPerToken });
     };
-    const options = { maxTokens, signal: controller.signal, onToken };
+    const options = { maxTokens, signal: controller.signal, onToken, ...grounded };
     if (temperature !== undefined) options.temperature = temperature;
     try {
       const conv = this.conv;
-      const { text, finishReason, stats } = await conv.send(prompt, options);
+      const { text, finishReason, stats, sources } = await conv.send(prompt, options);
       if (this.conv === conv) {
         this.replyStats.splice(0, stats.turnsDropped);  // their replies left the history
         if (conv.history.at(-1)?.role === 'assistant' && finishReason !== 'context_full') {
@@ -291,6 +294,7 @@ export class Demo {
       }
       const msPerToken = stats.decodeTps > 0 ? 1000 / stats.decodeTps : null;
       sseSend(res, 'done', { finishReason, chars: text.length, msPerToken, stats,
+                             sources: sources?.map(sourceView),
                              history: conv.history,
                              replyStats: this.conv === conv ? this.replyStats : [] });
       res.end();
@@ -312,6 +316,7 @@ export class Demo {
     for (const res of this.listeners) res.end();
     this.gen?.controller.abort();
     await this.unload();
+    await this.docs.close();
   }
 }
 

@@ -28,14 +28,14 @@ export function sendError(res, err) {
   sendJson(res, status, { error: err.message });
 }
 
-const kMaxBody = 64 * 1024;
+const kDefaultMaxBody = 64 * 1024;
 
-export async function readJson(req) {
+export async function readJson(req, maxBody = kDefaultMaxBody) {
   let size = 0;
   const chunks = [];
   for await (const chunk of req) {
     size += chunk.length;
-    if (size > kMaxBody) throw new HttpError(413, `request body above ${kMaxBody} bytes`);
+    if (size > maxBody) throw new HttpError(413, `request body above ${maxBody} bytes`);
     chunks.push(chunk);
   }
   if (size === 0) return {};

@@ -179,7 +179,7 @@ async function load(body) {
 function addMessage(role, text, stats) {
   const li = document.createElement('li');
   li.dataset.role = role;
-  li.textContent = text;
+  li.textContent = window.docsPanel.displayText(role, text);
   if (stats) {
     const s = document.createElement('span');
     s.className = 'turn-stats';
@@ -222,8 +222,10 @@ async function send() {
   $('reset-btn').disabled = true;
   $('cancel-btn').disabled = false;
   addMessage('user', prompt);
+  window.docsPanel.showSources([]);
   try {
-    const res = await api('/api/chat', { prompt, maxTokens: Number($('max-tokens').value) });
+    const res = await api('/api/chat', { prompt, maxTokens: Number($('max-tokens').value),
+                                         docs: window.docsPanel.mode() });
     await readSse(res, (event, data) => {
       if (event === 'token') {
         answer.append(data.text);
@@ -232,6 +234,7 @@ async function send() {
         }
       } else if (event === 'done') {
         showStats(data);
+        window.docsPanel.showSources(data.sources);
         // The server's history is the truth (it may have dropped old turns).
         showHistory(data.history, data.replyStats);
       } else if (event === 'error') {
@@ -306,7 +309,8 @@ function main() {
     }
   });
 
-  Promise.all([showDevice(), showModels(), showConversation()]).catch((err) => {
+  Promise.all([showDevice(), showModels(), showConversation(),
+               window.docsPanel.init()]).catch((err) => {
     $('models-error').textContent = err.message;
   }).finally(() => { document.body.dataset.ready = '1'; });
   pollStatus();

@@ -71,6 +71,8 @@ before(async () => {
                { stdio: 'pipe' });
   execFileSync(edgellm, ['pack', gguf, '--id', 'tiny', '--version', '1', '--chunk', '1MiB',
                          '-o', path.join(tmp, 'pkg')], { stdio: 'pipe' });
+  execFileSync(edgellm, ['synth', '--preset', 'minilm-l6', '--type', 'Q8_0', '-o',
+                         path.join(tmp, 'minilm.gguf')], { stdio: 'pipe' });
   await mkdir(path.join(tmp, 'models'));
   await writeFile(path.join(tmp, 'models', 'broken.gguf'), 'GGUF but not really a model\n');
 
@@ -79,7 +81,8 @@ before(async () => {
   manifestUrl = `${(await modelServer.ready)[1]}/manifest.json`;
   demoServer = startProcess(process.execPath, [
     path.join(root, 'web/server.mjs'), '--port', '0', '--models', path.join(tmp, 'models'),
-    '--store', path.join(tmp, 'store'), '--manifest', manifestUrl], /edgellm demo on (http:\S+)/);
+    '--store', path.join(tmp, 'store'), '--manifest', manifestUrl,
+    '--embedding-model', path.join(tmp, 'minilm.gguf')], /edgellm demo on (http:\S+)/);
   demoUrl = (await demoServer.ready)[1];
 
   browser = await chromium.launch({
@@ -286,4 +289,63 @@ test('edgellm\'s own model holds a three-turn chat with reuse, and a reload resu
   assert.equal(four.length, 8);
   assert.equal(four[7].text, 'Chengdu');
   assert.match(four[7].stats, /reused [1-9]\d* of/);
+});
+
+test('Documents: add a text file, answer from it, and show each cited chunk with what found it',
+     { timeout: kSlow }, async (t) => {
+  let r = await postJson('/api/docs/add', { name: 'empty.txt', text: ' ' });
+  assert.equal(r.status, 400);
+  assert.match(r.body.error, /empty/);
+  r = await postJson('/api/chat', { prompt: 'hi', docs: 'sideways' });
+  assert.equal(r.status, 400);
+  assert.match(r.body.error, /"docs" must be one of hybrid, lexical, vector/);
+
+  // The Qwen-vocabulary synth (its context has room for the chunks; the bundled model has 256).
+  await page.selectOption('#model-select', path.join(tmp, 'models', 'tiny-local.gguf'));
+  await page.click('#load-btn');
+  await page.waitForSelector('body[data-load="done"]');
+  await page.click('#reset-btn');
+  await page.waitForFunction(() => document.querySelectorAll('#history li').length === 0);
+  await page.waitForFunction(() => /minilm/.test(document.getElementById('docs-status').textContent));
+  // The fixture's vectors are random: the panel must say so rather than pretend.
+  assert.match(await page.textContent('#docs-warning'), /random weights.*Only lexical/);
+  const notes = path.join(tmp, 'notes.txt');
+  await writeFile(notes, 'The lighthouse keeper counted ships every night. He kept the ledger ' +
+    'in a drawer on the second floor, bound in green leather. In winter the harbour froze. ' +
+    '灯塔看守人每晚数船。账本放在二楼的抽屉里。冬天港口结冰。\n');
+  await page.setInputFiles('#doc-file', notes);
+  await page.click('#doc-add-btn');
+  await page.waitForSelector('#doc-list li[data-source="notes.txt"]');
+  assert.equal(await page.textContent('#docs-error'), '');
+  assert.match(await page.textContent('#docs-status'), /1 document\(s\), [1-9]\d* chunks/);
+
+  await page.check('#docs-use');
+  await page.selectOption('#docs-mode', 'hybrid');
+  await turn('Where is the ledger?', 24);
+  const sources = await page.$$eval('#sources li', (items) => items.map((li) => ({
+    foundBy: li.dataset.foundBy, text: li.textContent })));
+  assert.ok(sources.length >= 1, 'the reply cites chunks');
+  t.diagnostic(sources.map((s) => s.text.split('\n')[0]).join(' | '));
+  const byWords = sources.filter((s) => s.foundBy === 'lexical' || s.foundBy === 'both');
+  assert.ok(byWords.length >= 1 && /ledger/.test(byWords[0].text), JSON.stringify(sources));
+  for (const s of sources) {
+    assert.match(s.text, /^\[\d\] notes\.txt · bytes \d+-\d+ · found by (lexical|vector|both) \(/);
+  }
+  const h = await historyOf();
+  assert.deepEqual(h.map((m) => m.role), ['user', 'assistant']);
+  assert.match(h[0].text, /^Where is the ledger\?  \(with \d cited chunks\)$/);
+  assert.notEqual(await page.textContent('#stat-finish'), 'context_full');
+  const shots = path.join(root, 'build/screenshots');
+  await mkdir(shots, { recursive: true });
+  await page.screenshot({ path: path.join(shots, 'demo-docs.png'), fullPage: true });
+
+  // Chinese words match too (the index's CJK pairs), found by words, not by the random vectors.
+  await page.selectOption('#docs-mode', 'lexical');
+  await turn('账本在哪里？', 16);
+  const zh = await page.$$eval('#sources li', (items) => items.map((li) => li.dataset.foundBy));
+  assert.deepEqual([...new Set(zh)], ['lexical']);
+
+  await page.click('#doc-list li[data-source="notes.txt"] button');
+  await page.waitForFunction(() => document.querySelectorAll('#doc-list li').length === 0);
+  assert.equal(await page.isDisabled('#docs-use'), true);
 });
