@@ -271,6 +271,27 @@ TEST_F(LayoutTest, LlamaCppHeadersStayWhereTheTableSays) {
   }
 }
 
+// glibc's malloc extensions are named in one platform shim (src/core/allocator.cc), so the
+// library, the CLI and the addon build against musl (HarmonyOS's libc) unchanged.
+TEST_F(LayoutTest, GlibcAllocatorCallsOnlyInThePlatformShim) {
+  int checked = 0;
+  for (const char* dir : {"src", "tools", "bindings/node/src", "bench"}) {
+    for (const fs::path& file : sources(kRoot / dir)) {
+      const std::string rel = fs::relative(file, kRoot).string();
+      if (rel == "src/core/allocator.cc") continue;
+      ++checked;
+      const std::string text = read(file);
+      for (const char* glibc : {"malloc_trim", "mallopt", "<malloc.h>", "malloc_info", "mallinfo"}) {
+        EXPECT_EQ(text.find(glibc), std::string::npos)
+            << rel << " names glibc's " << glibc << ": go through edgellm/platform.h "
+            << "(ReturnFreedMemory, TuneAllocator)";
+      }
+    }
+  }
+  EXPECT_GT(checked, 50);
+  EXPECT_NE(read(kRoot / "src/core/allocator.cc").find("malloc_trim"), std::string::npos);
+}
+
 // llama.cpp's common library (chat templates, grammars) is used by the glue alone.
 TEST_F(LayoutTest, LlamaCppCommonOnlyInTheGlue) {
   const std::set<std::string> common = {"chat.h", "common.h", "sampling.h", "log.h", "arg.h",

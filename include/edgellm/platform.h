@@ -24,6 +24,11 @@ const char* llama_build();
 // it does nothing (not glibc, or mallopt refused). The Node addon calls it at load unless the
 // environment sets EDGELLM_MALLOC_TUNING=0; the edgellm CLI calls it at start.
 bool TuneAllocator(long threshold_bytes = 0);
+// Hands the heap pages freed so far back to the system now (glibc's malloc_trim(0)): after a
+// model, a session or a KV cache is freed, so RSS drops at once instead of at some later free.
+// Returns false where the C library has no such call (musl, HarmonyOS's libc, returns large
+// freed blocks to the system by itself).
+bool ReturnFreedMemory();
 
 // Physical CPU cores of this machine (distinct core ids), at least 1.
 int32_t physical_cores();

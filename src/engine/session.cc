@@ -1,5 +1,3 @@
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -7,6 +5,7 @@
 #include <vector>
 
 #include "core/sys.h"
+#include "edgellm/platform.h"
 #include "engine/llama_glue.h"
 #include "engine/session_impl.h"
 
@@ -243,7 +242,7 @@ void Session::ReleaseKv() {
   llama_free(impl_->ctx);
   impl_->ctx = nullptr;
   impl_->cached.clear();
-  malloc_trim(0);  // hand freed heap pages back to the system now, not at some later free
+  ReturnFreedMemory();  // freed heap pages back to the system now, not at some later free
 }
 
 bool Session::kv_allocated() const { return impl_->ctx != nullptr; }

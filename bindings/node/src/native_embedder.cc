@@ -3,9 +3,6 @@
 // arrays only: HarmonyOS has no Buffer). See native_retrieval.h.
 #include "native_retrieval.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -222,9 +219,7 @@ napi_value DisposeJs(napi_env env, napi_callback_info cbinfo) {
 
 void EmbedderState::Free() {
   Set(nullptr);
-#if defined(__GLIBC__)
-  malloc_trim(0);  // each worker's allocations sit in their own malloc arena
-#endif
+  ReturnFreedMemory();  // each worker's allocations sit in their own malloc arena
 }
 
 std::shared_ptr<EmbedderState> embedder_state_of(napi_env env, napi_value v) {

@@ -5,9 +5,6 @@
 #include "native_model.h"
 
 #include <algorithm>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <atomic>
 #include <chrono>
 #include <mutex>

@@ -171,9 +171,7 @@ bool ModelState::Unload() {
   for (auto& [id, l] : loras) l.adapter.reset();  // reloaded with the model
   model.reset();
   unloaded = true;
-#if defined(__GLIBC__)
-  malloc_trim(0);  // see Close(): the worker's arena would keep the freed heap
-#endif
+  ReturnFreedMemory();  // see Close(): the worker's arena would keep the freed heap
   return true;
 }
 

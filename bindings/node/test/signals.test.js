@@ -176,6 +176,11 @@ test('enterBackground cancels generations and saves conversations with a savePat
   }
 });
 
+// Polls `cond` every 20 ms for up to 10 s.
+async function until(cond) {
+  for (const end = Date.now() + 10_000; !cond() && Date.now() < end;) await sleep(20);
+}
+
 test("the log sink gets llama.cpp's load lines in batches and never runs after dispose",
      { timeout: 60_000 }, async () => {
   const lines = [];
@@ -184,7 +189,8 @@ test("the log sink gets llama.cpp's load lines in batches and never runs after d
   assert.equal(sub.active, true);
   const m = await Model.load(model(), { threads: 1, ctx: 128 });
   await m.generate('log', { ...greedy, maxTokens: 2 });
-  await sleep(50);
+  // Batches cross on the sink's schedule: wait for them (a busy machine delays delivery).
+  await until(() => lines.some((l) => l.source === 'edgellm' && l.text.startsWith('loaded ')));
   const fromLlama = lines.filter((l) => l.source === 'llama.cpp');
   assert.ok(fromLlama.some((l) => /llama_model_loader|print_info|load_tensors/.test(l.text)),
             `no load lines among ${lines.length}`);
@@ -210,7 +216,7 @@ test("the log sink gets llama.cpp's load lines in batches and never runs after d
   const second = edgellm.onLog(() => { b++; });
   assert.equal(first.active, false);
   const m3 = await Model.load(model(), { threads: 1, ctx: 128 });
-  await sleep(100);
+  await until(() => b > 0);
   assert.equal(a, 0);
   assert.ok(b > 0);
   second.dispose();
