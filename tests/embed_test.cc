@@ -1,20 +1,30 @@
 // Embedder against llama.cpp's own llama-embedding on the same files and texts: vectors
-// (MiniLM- and bge-small-shape encoders, English and Chinese, one text and many per decode),
-// rerank scores (a bge-reranker-base-shape cross-encoder), batch invariance, and bad input.
+// (MiniLM- and bge-small-shape encoders and a Qwen3-Embedding-0.6B-shape decoder, English and
+// Chinese, one text and many per decode), rerank scores (a bge-reranker-base-shape
+// cross-encoder, also against llama-server's /v1/rerank), batch invariance, and bad input.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "edgellm/embed.h"
+#include "gguf.h"
 #include "testutil/fixtures.h"
 #include "testutil/serve_process.h"
 
@@ -130,6 +140,77 @@ TEST_P(EmbedTest, VectorsEqualLlamaEmbeddingsOnesOneByOneAndBatched) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, EmbedTest, ::testing::Values("minilm-l6", "bge-small-en-v1.5"));
+
+// The Qwen3-Embedding-0.6B-shape decoder at its real size (28 layers, 596M parameters; Q8_0,
+// 610 MiB, written once per build tree in about 20 s): LAST pooling over the <|endoftext|> its
+// tokenizer appends (tokenizer.ggml.add_eos_token), English and Chinese, batched and alone, and
+// a query with the model's instruction. The plain binary only: 28 layers of arithmetic show a
+// sanitizer nothing the BERT cases above do not.
+TEST(Embed, Qwen3EmbeddingShapeEqualsLlamaEmbedding) {
+  if (testutil::kSanitized) GTEST_SKIP() << "a 0.6B decoder's numbers: the plain binary";
+  const std::string file = testutil::synth_model("qwen3-embedding-0.6b", "Q8_0");
+  ASSERT_FALSE(file.empty());
+  // The defaults: 512 tokens per text and per decode (kDefaultMaxEmbedTokens: 8,192 of its
+  // 32K tokens planned 11 GiB, mostly llama.cpp's compute buffer and an output row of 151,936
+  // floats per token).
+  auto e = Embedder::Load(file);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  const EmbedderInfo& info = (*e)->info();
+  EXPECT_EQ(info.max_tokens, kDefaultMaxEmbedTokens);
+  EXPECT_EQ(info.batch_tokens, kDefaultMaxEmbedTokens);
+  EXPECT_EQ(info.arch, "qwen3");
+  EXPECT_EQ(info.pooling, Pooling::kLast);
+  EXPECT_EQ(info.dims, 1024);
+  EXPECT_EQ(info.query_prefix,
+            "Instruct: Given a web search query, retrieve relevant passages that answer the "
+            "query\nQuery:");
+  EXPECT_EQ(info.document_prefix, "");
+
+  // Every text ends with <|endoftext|> (151643), the token LAST pooling reads.
+  for (const std::string& text : kTexts) {
+    auto with_eos = (*e)->Tokenize(text, true);
+    auto plain = (*e)->Tokenize(text, false);
+    ASSERT_TRUE(with_eos.ok() && plain.ok());
+    EXPECT_EQ(with_eos->size(), plain->size() + 1) << text;
+    EXPECT_EQ(with_eos->back(), 151643) << text;
+  }
+  // English and Chinese in one decode; then alone a query (the instruction from the file;
+  // llama-embedding gets the whole string) and an English text. One llama-embedding run
+  // computes all three decodes: its batch (-b) holds the first two texts, and neither the query
+  // nor the last text fits beside what precedes it. (-np 2: its default of 256 sequences needs
+  // -b 256.) A 0.6B model's tokens are dear on two cores: a few short texts only.
+  const std::vector<std::string> pair = {kTexts[0], kTexts[1]};
+  auto batched = (*e)->Embed(pair);
+  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+  EXPECT_EQ(batched->stats.n_decodes, 1);
+  const std::string question = "手机上的数据会上传到云端吗？";
+  EmbedOptions as_query;
+  as_query.kind = TextKind::kQuery;
+  auto q = (*e)->Embed({question}, as_query);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(static_cast<size_t>(q->n_tokens[0]),
+            (*e)->Tokenize(info.query_prefix + question, true)->size());
+  auto en = (*e)->Embed({kTexts[3]});
+  ASSERT_TRUE(en.ok()) << en.status().ToString();
+  const int32_t n_batch = batched->n_tokens[0] + batched->n_tokens[1];
+  ASSERT_LE(q->n_tokens[0], n_batch);
+  ASSERT_GT(q->n_tokens[0] + en->n_tokens[0], n_batch);
+  const auto ref = reference_vectors(
+      file, {kTexts[0], kTexts[1], info.query_prefix + question, kTexts[3]},
+      "-c " + std::to_string(n_batch) + " -b " + std::to_string(n_batch) + " -np 2", 1024);
+  ASSERT_EQ(ref.size(), 4u);
+  const Diff db = compare(*batched, {ref[0], ref[1]});
+  std::printf("qwen3-embedding-0.6b batched: min cosine %.7f, max |diff| %.2e\n", db.min_cosine,
+              db.max_abs);
+  EXPECT_GE(db.min_cosine, 0.9999f);
+  Diff alone = compare(*q, {ref[2]});
+  const Diff de = compare(*en, {ref[3]});
+  alone.min_cosine = std::min(alone.min_cosine, de.min_cosine);
+  alone.max_abs = std::max(alone.max_abs, de.max_abs);
+  std::printf("qwen3-embedding-0.6b alone: min cosine %.7f, max |diff| %.2e\n", alone.min_cosine,
+              alone.max_abs);
+  EXPECT_GE(alone.min_cosine, 0.9999f);
+}
 
 TEST(Embed, AVectorDoesNotDependOnItsBatch) {
   auto e = Embedder::Load(testutil::synth_model("minilm-l6", "Q8_0"),
@@ -303,12 +384,16 @@ TEST(Embed, QueryPrefixFromTheFileOrTheCaller) {
 
 using json = nlohmann::json;
 
-std::pair<int, json> post(const testutil::ServeProcess& s, const char* path, const json& body) {
-  httplib::Client c("127.0.0.1", s.port());
+std::pair<int, json> post(int port, const char* path, const json& body) {
+  httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(60, 0);
   auto r = c.Post(path, body.dump(), "application/json");
   if (!r) return {0, json()};
   return {r->status, json::parse(r->body, nullptr, false)};
+}
+
+std::pair<int, json> post(const testutil::ServeProcess& s, const char* path, const json& body) {
+  return post(s.port(), path, body);
 }
 
 std::string error_of(const json& body) {
@@ -413,6 +498,151 @@ TEST(EmbedServe, EmbeddingsAndRerankOverHttp) {
   auto [wrong, wb] = post(r, "/v1/embeddings", {{"input", "x"}});
   EXPECT_EQ(wrong, 400);
   EXPECT_NE(error_of(wb).find("rerank model"), std::string::npos);
+}
+
+// llama.cpp's llama-server as a child process on a free loopback port (--port 0: the address it
+// logs once the model is loaded), stopped with SIGTERM, then SIGKILL.
+class LlamaServer {
+ public:
+  explicit LlamaServer(const std::vector<std::string>& args)
+      : log_(testutil::scratch_dir("llama-server") + "/log") {
+    std::vector<std::string> argv_s = {EDGELLM_LLAMA_SERVER, "--host", "127.0.0.1", "--port", "0"};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      (void)!std::freopen(log_.c_str(), "a", stdout);  // both appending: no overwrites
+      (void)!std::freopen(log_.c_str(), "a", stderr);
+      std::vector<char*> argv;
+      for (std::string& a : argv_s) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(EDGELLM_LLAMA_SERVER, argv.data());
+      ::_exit(127);
+    }
+    const std::string mark = "listening on http://127.0.0.1:";
+    for (int i = 0; i < 1200 && pid_ > 0 && port_ == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string text = log();
+      const size_t at = text.find(mark);
+      if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
+        port_ = std::atoi(text.c_str() + at + mark.size());
+      }
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+    }
+  }
+  ~LlamaServer() {
+    Stop();
+    std::filesystem::remove_all(std::filesystem::path(log_).parent_path());
+  }
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  LlamaServer(const LlamaServer&) = delete;
+  LlamaServer& operator=(const LlamaServer&) = delete;
+  int port() const { return port_; }
+  std::string log() const { return testutil::read_file(log_); }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// A copy of the GGUF `from` with `tmpl` as its rerank template (tokenizer.chat_template.rerank):
+// the new header, then the original data section (the tensor table's offsets are relative to it).
+bool copy_with_rerank_template(const std::string& from, const std::string& tmpl,
+                               const std::string& to) {
+  gguf_init_params p{/*no_alloc=*/true, /*ctx=*/nullptr};
+  gguf_context* g = gguf_init_from_file(from.c_str(), p);
+  if (!g) return false;
+  const size_t data_offset = gguf_get_data_offset(g);
+  gguf_set_val_str(g, "tokenizer.chat_template.rerank", tmpl.c_str());
+  const bool meta_ok = gguf_write_to_file(g, to.c_str(), /*only_meta=*/true);
+  gguf_free(g);
+  const std::string bytes = testutil::read_file(from);
+  std::FILE* f = std::fopen(to.c_str(), "ab");
+  if (!meta_ok || !f || bytes.size() < data_offset) {
+    if (f) std::fclose(f);
+    return false;
+  }
+  const size_t n = bytes.size() - data_offset;
+  const bool ok = std::fwrite(bytes.data() + data_offset, 1, n, f) == n;
+  return std::fclose(f) == 0 && ok;
+}
+
+// Rerank scores against llama-server's /v1/rerank on the same reranker file. Without a rerank
+// template llama-server joins a pair as [CLS] query [SEP] document, with no closing [SEP] for a
+// WordPiece vocabulary (it closes a pair only where the vocabulary adds EOS, and WordPiece's
+// does not), where edgellm, like llama-embedding and Hugging Face's BERT tokenizer, closes it.
+// So the server counts one token less per document than edgellm, and edgellm on a copy whose
+// rerank template spells the server's pair gives the server's scores. One slot
+// (-np 1): the server decodes each document alone, and so does edgellm here (batching moves a
+// score in the third decimal, in both: RerankScoresEqualLlamaEmbeddings).
+TEST(Embed, RerankScoresEqualLlamaServers) {
+  if (testutil::kSanitized) GTEST_SKIP() << "a reference process's numbers: the plain binary";
+  const std::string file = testutil::synth_model("bge-reranker-base", "Q8_0");
+  ASSERT_FALSE(file.empty());
+  const std::string query = "how does the phone keep my data private?";
+  json body;
+  {
+    LlamaServer server({"-m", file, "--reranking", "-t", "2", "-np", "1", "-c", "512"});
+    ASSERT_GT(server.port(), 0) << server.log();
+    int st = 0;
+    std::tie(st, body) =
+        post(server.port(), "/v1/rerank", {{"query", query}, {"documents", kTexts}});
+    ASSERT_EQ(st, 200) << body.dump() << server.log();
+  }
+  ASSERT_EQ(body["results"].size(), kTexts.size()) << body.dump();
+  std::vector<float> want(kTexts.size(), NAN);
+  for (const json& r : body["results"]) {
+    want.at(r["index"].get<size_t>()) = r["relevance_score"].get<float>();
+  }
+
+  auto r = Embedder::Load(file);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto ours = (*r)->Rerank(query, kTexts);
+  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  EXPECT_EQ(body["usage"]["prompt_tokens"].get<int64_t>(),
+            ours->stats.n_tokens - static_cast<int64_t>(kTexts.size()));
+  float closed = 0;
+  for (size_t i = 0; i < kTexts.size(); ++i) {
+    closed = std::max(closed, std::fabs(ours->scores[i] - want[i]));
+  }
+
+  const std::string dir = testutil::scratch_dir("rerank-server");
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};  // the copy is 112 MiB
+  const std::string copy = dir + "/server-pair.gguf";
+  ASSERT_TRUE(copy_with_rerank_template(file, "[CLS]{query}[SEP]{document}", copy));
+  auto t = Embedder::Load(copy);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE((*t)->info().has_rerank_template);
+  float max_abs = 0;
+  int64_t tokens = 0;
+  for (size_t i = 0; i < kTexts.size(); ++i) {
+    auto one = (*t)->Rerank(query, {kTexts[i]});
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    tokens += one->stats.n_tokens;
+    max_abs = std::max(max_abs, std::fabs(one->scores[0] - want[i]));
+    EXPECT_NEAR(one->scores[0], want[i], 1e-4f) << "document " << i;
+  }
+  EXPECT_EQ(tokens, body["usage"]["prompt_tokens"].get<int64_t>());
+  std::printf("rerank vs llama-server on the same pairs: max |diff| %.2e\n", max_abs);
+  std::printf("rerank vs llama-server, edgellm's closed pairs: max |diff| %.2e\n", closed);
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ enum class Pooling {
 const char* pooling_name(Pooling pooling);  // "model", "mean", "cls", "last", "rank"
 Result<Pooling> pooling_from_name(const std::string& name);
 
+// EmbedderOptions::max_tokens' default cap, and the planner's (plan_memory with embedding).
+inline constexpr int32_t kDefaultMaxEmbedTokens = 512;
+
 struct EmbedderOptions {
   // How the model file is read when Embedder::Load opens it. Default: LoadOptions{}.
   LoadOptions load;
@@ -37,7 +40,10 @@ struct EmbedderOptions {
   // Threads for decoding. Default -1: physical cores.
   int32_t n_threads = -1;
   // The most tokens one text may have, its prefix and special tokens included. Default -1:
-  // the model's training context (512 for BERT models), at most 8192.
+  // the model's training context (512 for BERT models), at most kDefaultMaxEmbedTokens (512):
+  // llama.cpp gives every token of an embedding decode an output row, n_vocab floats on a
+  // decoder (297 MiB for 512 tokens of Qwen's 151,936-token vocabulary), so a decoder
+  // embedder's longer texts (Qwen3-Embedding takes 32,768) are the caller's explicit choice.
   int32_t max_tokens = -1;
   // Tokens decoded together: several texts share one decode up to this many tokens (at least
   // max_tokens: an encoder sees a whole text in one pass). Default -1: max(512, max_tokens).

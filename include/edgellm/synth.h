@@ -22,13 +22,15 @@ struct SynthPreset {
   // The chat template stamped into the file: a file of llama.cpp's models/templates (the real
   // template of the model this preset mimics), or "" for the vocabulary file's own.
   std::string chat_template = "";
-  // llama.cpp's architecture: "qwen2" (chat models) or "bert" (encoders for embeddings and
-  // rerank: learned positions, LayerNorm with biases, GELU, non-causal attention).
+  // llama.cpp's architecture: "qwen2" (chat models), "qwen3" (decoders with RMS norms on each
+  // head's queries and keys and no Q/K/V biases: the Qwen3-Embedding preset) or "bert"
+  // (encoders for embeddings and rerank: learned positions, LayerNorm with biases, GELU,
+  // non-causal attention).
   std::string arch = "qwen2";
-  // For encoders: the pooling written to the file (llama.cpp's llama_pooling_type: 1 mean,
-  // 2 CLS, 4 rank), whether the file carries a classification head (cls, cls.output: a
-  // reranker's), and the vocabulary file it uses instead of SynthOptions::vocab_path's
-  // (read from the same folder: llama.cpp's models/).
+  // For embedding models: the pooling written to the file (llama.cpp's llama_pooling_type:
+  // 1 mean, 2 CLS, 3 last, 4 rank; -1 none, as a chat model), whether the file carries a
+  // classification head (cls, cls.output: a reranker's), and the vocabulary file it uses
+  // instead of SynthOptions::vocab_path's (read from the same folder: llama.cpp's models/).
   int32_t pooling = -1;
   bool classifier = false;
   std::string vocab_file = "";
@@ -36,12 +38,20 @@ struct SynthPreset {
   // stamped as edgellm.embedding.query_prefix / document_prefix; the Embedder reads them.
   std::string query_prefix = "";
   std::string document_prefix = "";
+  // Width of one attention head (<arch>.attention.key_length / value_length). Default 0:
+  // n_embd / n_head. Qwen3 decouples it (128 heads at 1024 wide, 16 query heads: 2048).
+  int32_t head_dim = 0;
+  // tokenizer.ggml.add_eos_token: the tokenizer closes every text with the vocabulary's EOS
+  // (<|endoftext|> in Qwen's), as Qwen3-Embedding's does: its LAST pooling reads that token.
+  bool add_eos = false;
+  int32_t head_width() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
 // The built-in presets: tiny, qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b, qwen2.5-7b,
 // deepseek-r1-distill-qwen-1.5b (chat models, Qwen2 vocabulary); minilm-l6, bge-small-en-v1.5
 // (embedding encoders) and bge-reranker-base (a reranker), with the WordPiece vocabulary of
-// llama.cpp's models/ggml-vocab-bert-bge.gguf.
+// llama.cpp's models/ggml-vocab-bert-bge.gguf; qwen3-embedding-0.6b (a decoder embedder with
+// LAST pooling, Qwen2 vocabulary).
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
 

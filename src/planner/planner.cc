@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "edgellm/device.h"
+#include "edgellm/embed.h"
 #include "engine/llama_glue.h"
 #include "engine/model_impl.h"
 #include "ggml-backend.h"
@@ -145,7 +146,8 @@ static Result<MemoryPlan> plan_embedder(const Model& model, const PlanOptions& o
   const ModelInfo& info = model.info();
   MemoryPlan p;
   p.kv_type = o.kv_type;
-  const int32_t per_text = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : 8192, 8192);
+  const int32_t per_text = std::min(info.n_ctx_train > 0 ? info.n_ctx_train : kDefaultMaxEmbedTokens,
+                                    kDefaultMaxEmbedTokens);
   p.n_ctx = o.n_ctx == -1 ? std::max(512, per_text) : o.n_ctx;
   if (p.n_ctx < 16 || p.n_ctx > 65536) {
     return Status::InvalidArgument("batch tokens " + std::to_string(p.n_ctx) +

@@ -14,7 +14,7 @@
 namespace edgellm {
 namespace {
 
-constexpr int32_t kMaxTokensCap = 8192;
+constexpr int32_t kMaxTokensCap = 8192;  // a file without its training context
 constexpr int32_t kDefaultBatchTokens = 512;
 constexpr int32_t kDefaultBatchTexts = 64;
 
@@ -55,7 +55,7 @@ Status resolve(const ModelInfo& mi, EmbedderOptions* o, int file_pooling) {
   }
   o->n_threads = std::min(o->n_threads, physical_cores());
   const int32_t trained = mi.n_ctx_train > 0 ? mi.n_ctx_train : kMaxTokensCap;
-  if (o->max_tokens == -1) o->max_tokens = std::min(trained, kMaxTokensCap);
+  if (o->max_tokens == -1) o->max_tokens = std::min(trained, kDefaultMaxEmbedTokens);
   if (o->max_tokens < 4 || o->max_tokens > trained) {
     return Status::InvalidArgument("max_tokens is " + std::to_string(o->max_tokens) + ": use 4.." +
                                    std::to_string(trained) + " (the model was trained on " +

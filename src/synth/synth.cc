@@ -38,9 +38,13 @@ uint64_t hash_name(const char* s, uint64_t seed) {
   return h;
 }
 
+// Qwen2's tensors (Q/K/V biases) or Qwen3's (no biases; an RMS norm over each head's queries
+// and keys, attn_q_norm / attn_k_norm, of one head's width), in llama.cpp's names.
 std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
   if (p.arch == "bert") return bert_tensor_specs(p);
-  const int64_t head_dim = p.n_embd / p.n_head;
+  const bool qwen3 = p.arch == "qwen3";
+  const int64_t head_dim = p.head_width();
+  const int64_t n_embd_q = head_dim * p.n_head;
   const int64_t n_embd_kv = head_dim * p.n_head_kv;
   std::vector<TensorSpec> t;
   t.push_back({"token_embd.weight", p.n_embd, p.n_vocab, TensorSpec::kWeight});
@@ -49,13 +53,17 @@ std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
   for (int i = 0; i < p.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     t.push_back({b + "attn_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
-    t.push_back({b + "attn_q.weight", p.n_embd, p.n_embd, TensorSpec::kWeight});
-    t.push_back({b + "attn_q.bias", p.n_embd, 1, TensorSpec::kBias});
+    t.push_back({b + "attn_q.weight", p.n_embd, n_embd_q, TensorSpec::kWeight});
+    if (!qwen3) t.push_back({b + "attn_q.bias", n_embd_q, 1, TensorSpec::kBias});
     t.push_back({b + "attn_k.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
-    t.push_back({b + "attn_k.bias", n_embd_kv, 1, TensorSpec::kBias});
+    if (!qwen3) t.push_back({b + "attn_k.bias", n_embd_kv, 1, TensorSpec::kBias});
     t.push_back({b + "attn_v.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
-    t.push_back({b + "attn_v.bias", n_embd_kv, 1, TensorSpec::kBias});
-    t.push_back({b + "attn_output.weight", p.n_embd, p.n_embd, TensorSpec::kWeight});
+    if (!qwen3) t.push_back({b + "attn_v.bias", n_embd_kv, 1, TensorSpec::kBias});
+    t.push_back({b + "attn_output.weight", n_embd_q, p.n_embd, TensorSpec::kWeight});
+    if (qwen3) {
+      t.push_back({b + "attn_q_norm.weight", head_dim, 1, TensorSpec::kOnes});
+      t.push_back({b + "attn_k_norm.weight", head_dim, 1, TensorSpec::kOnes});
+    }
     t.push_back({b + "ffn_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
     t.push_back({b + "ffn_gate.weight", p.n_embd, p.n_ff, TensorSpec::kWeight});
     t.push_back({b + "ffn_up.weight", p.n_embd, p.n_ff, TensorSpec::kWeight});
@@ -141,13 +149,17 @@ Status stamp_template(const SynthPreset& p, const SynthOptions& o, gguf_context*
   return Status::Ok();
 }
 
-void set_qwen2_hparams(const SynthPreset& p, bool f32, gguf_context* out);
+void set_decoder_hparams(const SynthPreset& p, bool f32, gguf_context* out);
 
 void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_context* out) {
   if (p.arch == "bert") {
     set_bert_hparams(p, f32, out);
   } else {
-    set_qwen2_hparams(p, f32, out);
+    set_decoder_hparams(p, f32, out);
+  }
+  if (p.add_eos) {
+    gguf_set_val_bool(out, "tokenizer.ggml.add_bos_token", false);
+    gguf_set_val_bool(out, "tokenizer.ggml.add_eos_token", true);
   }
   if (!p.query_prefix.empty()) {
     gguf_set_val_str(out, "edgellm.embedding.query_prefix", p.query_prefix.c_str());
@@ -159,18 +171,28 @@ void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_con
   gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
 }
 
-void set_qwen2_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
-  gguf_set_val_str(out, "general.architecture", "qwen2");
+// <arch>.* hyperparameters of a Qwen2 or Qwen3 decoder, the keys llama.cpp's converter writes.
+void set_decoder_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
+  auto key = [&](const char* name) { return p.arch + "." + name; };
+  auto u32 = [&](const char* name, int32_t v) {
+    gguf_set_val_u32(out, key(name).c_str(), static_cast<uint32_t>(v));
+  };
+  gguf_set_val_str(out, "general.architecture", p.arch.c_str());
   gguf_set_val_str(out, "general.name", ("edgellm-synth-" + p.name).c_str());
   gguf_set_val_u32(out, "general.file_type", f32 ? LLAMA_FTYPE_ALL_F32 : LLAMA_FTYPE_MOSTLY_F16);
-  gguf_set_val_u32(out, "qwen2.context_length", static_cast<uint32_t>(p.n_ctx_train));
-  gguf_set_val_u32(out, "qwen2.embedding_length", static_cast<uint32_t>(p.n_embd));
-  gguf_set_val_u32(out, "qwen2.block_count", static_cast<uint32_t>(p.n_layer));
-  gguf_set_val_u32(out, "qwen2.feed_forward_length", static_cast<uint32_t>(p.n_ff));
-  gguf_set_val_u32(out, "qwen2.attention.head_count", static_cast<uint32_t>(p.n_head));
-  gguf_set_val_u32(out, "qwen2.attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
-  gguf_set_val_f32(out, "qwen2.rope.freq_base", p.rope_freq_base);
-  gguf_set_val_f32(out, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f);
+  u32("context_length", p.n_ctx_train);
+  u32("embedding_length", p.n_embd);
+  u32("block_count", p.n_layer);
+  u32("feed_forward_length", p.n_ff);
+  u32("attention.head_count", p.n_head);
+  u32("attention.head_count_kv", p.n_head_kv);
+  if (p.head_dim > 0) {  // written by the converter only when config.json has head_dim
+    u32("attention.key_length", p.head_dim);
+    u32("attention.value_length", p.head_dim);
+  }
+  gguf_set_val_f32(out, key("rope.freq_base").c_str(), p.rope_freq_base);
+  gguf_set_val_f32(out, key("attention.layer_norm_rms_epsilon").c_str(), 1e-6f);
+  if (p.pooling >= 0) u32("pooling_type", p.pooling);
 }
 
 // The types llama_model_quantize gives each tensor of `preset` for `ftype`, through libllama's
@@ -178,8 +200,8 @@ void set_qwen2_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
 // to `out`'s tensor table.
 Status set_quantized_types(const SynthPreset& p, llama_ftype ftype,
                            const std::vector<ggml_tensor*>& tensors, gguf_context* out) {
-  const uint32_t head_dim = static_cast<uint32_t>(p.n_embd / p.n_head);
-  llama_quant_model_desc d{"qwen2",
+  const uint32_t head_dim = static_cast<uint32_t>(p.head_width());
+  llama_quant_model_desc d{p.arch.c_str(),
                            static_cast<uint32_t>(p.n_embd),
                            static_cast<uint32_t>(p.n_ff),
                            static_cast<uint32_t>(p.n_layer),
@@ -265,9 +287,10 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     total += ggml_nbytes(t);
   }
   if (o.header_only && !f32 && ftype != LLAMA_FTYPE_MOSTLY_F16) {
-    if (p.arch != "qwen2") {
-      return Status::InvalidArgument("--header-only with a quantized type is for the chat "
-                                     "presets; write " + p.name + " as F16 or F32, or in full");
+    if (p.arch == "bert") {
+      return Status::InvalidArgument(
+          "--header-only with a quantized type is for the decoder presets; write " + p.name +
+          " as F16 or F32, or in full");
     }
     EDGELLM_RETURN_IF_ERROR(set_quantized_types(p, ftype, tensors, out.get()));
     gguf_set_val_u32(out.get(), "general.file_type", static_cast<uint32_t>(ftype));
@@ -347,6 +370,27 @@ const std::vector<SynthPreset>& synth_presets() {
        "Represent this sentence for searching relevant passages: "},
       {"bge-reranker-base", 12, 768, 12, 12, 3072, 30522, 512, false, 0.0f, "", "bert", 4, true,
        "ggml-vocab-bert-bge.gguf"},
+      // Qwen/Qwen3-Embedding-0.6B: Qwen3-0.6B's decoder (heads of 128, 16 query and 8 KV heads
+      // on a 1024-wide stream, tied embeddings) with LAST pooling over the <|endoftext|> its
+      // tokenizer appends, Qwen3's chat template, and its instruction for queries (documents
+      // get none), as its model card builds them: "Instruct: {task}\nQuery:{query}".
+      {.name = "qwen3-embedding-0.6b",
+       .n_layer = 28,
+       .n_embd = 1024,
+       .n_head = 16,
+       .n_head_kv = 8,
+       .n_ff = 3072,
+       .n_vocab = 151936,
+       .n_ctx_train = 32768,
+       .tied_embeddings = true,
+       .rope_freq_base = 1e6f,
+       .chat_template = "Qwen-Qwen3-0.6B.jinja",
+       .arch = "qwen3",
+       .pooling = 3,
+       .query_prefix = "Instruct: Given a web search query, retrieve relevant passages that "
+                       "answer the query\nQuery:",
+       .head_dim = 128,
+       .add_eos = true},
   };
   return kPresets;
 }

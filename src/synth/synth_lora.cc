@@ -20,6 +20,10 @@ Status synth_lora(const SynthLoraOptions& o) {
   if (!std::isfinite(o.alpha) || o.alpha <= 0) {
     return Status::InvalidArgument("--alpha must be a positive number");
   }
+  if (p.arch != "qwen2") {
+    return Status::InvalidArgument("LoRA adapters are for the chat presets (Qwen2); " + p.name +
+                                   " is a " + p.arch + " model");
+  }
   engine::ensure_backend();
   const int64_t head_dim = p.n_embd / p.n_head;
   const int64_t n_kv = head_dim * p.n_head_kv;

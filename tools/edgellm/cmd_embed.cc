@@ -11,7 +11,7 @@ namespace {
 struct EmbedArgs {
   std::string model, file, pooling = "model", query;
   std::vector<std::string> texts;
-  int threads = -1, batch_texts = -1, batch_tokens = -1;
+  int threads = -1, batch_texts = -1, batch_tokens = -1, max_tokens = -1;
   bool json = false, as_query = false, no_normalize = false, truncate = false;
   int top_n = 0;
 };
@@ -36,6 +36,7 @@ edgellm::Result<std::unique_ptr<edgellm::Embedder>> load(const EmbedArgs& a) {
   o.n_threads = a.threads;
   o.batch_texts = a.batch_texts;
   o.batch_tokens = a.batch_tokens;
+  o.max_tokens = a.max_tokens;
   return edgellm::Embedder::Load(a.model, o);
 }
 
@@ -56,8 +57,10 @@ void add_common(CLI::App* cmd, EmbedArgs* a) {
   cmd->add_option("-f,--file", a->file, "Read texts from a file, one per line");
   cmd->add_option("--threads", a->threads, "Threads (default: physical cores)");
   cmd->add_option("--batch-texts", a->batch_texts, "Texts per decode, at most (default 64)");
+  cmd->add_option("--max-tokens", a->max_tokens,
+                  "Tokens per text, at most (default: the model's context, at most 512)");
   cmd->add_option("--batch-tokens", a->batch_tokens,
-                  "Tokens per decode, at most (default max(512, the model's context))");
+                  "Tokens per decode, at most (default max(512, --max-tokens))");
   cmd->add_flag("--truncate", a->truncate, "Cut texts longer than the model takes (default: error)");
   cmd->add_flag("--json", a->json, "Print one JSON object");
 }

@@ -11,7 +11,8 @@ struct IndexArgs {
   std::string dir, model, rerank_model, mode = "hybrid", vector_type = "f32", text, source;
   std::vector<std::string> files;
   std::string query;
-  int k = 5, chunk_tokens = 200, overlap = 40, rerank_top_n = 20, threads = -1;
+  int k = 5, chunk_tokens = 200, overlap = 40, rerank_top_n = 20, threads = -1,
+      max_tokens = -1;
   bool json = false;
 };
 
@@ -20,6 +21,7 @@ edgellm::Result<std::unique_ptr<edgellm::Embedder>> maybe_embedder(const IndexAr
   if (a.model.empty()) return std::unique_ptr<edgellm::Embedder>();
   edgellm::EmbedderOptions o;
   o.n_threads = a.threads;
+  o.max_tokens = a.max_tokens;
   return edgellm::Embedder::Load(a.model, o);
 }
 
@@ -190,6 +192,8 @@ Action add_index(CLI::App& app) {
   add->add_option("--chunk-tokens", a.chunk_tokens, "Tokens per chunk, for a new index (default 200)");
   add->add_option("--overlap", a.overlap, "Tokens of overlap, for a new index (default 40)");
   add->add_option("--threads", a.threads, "Threads (default: physical cores)");
+  add->add_option("--max-tokens", a.max_tokens,
+                  "The embedder's tokens per text (default: its context, at most 512)");
   auto* search = cmd->add_subcommand("search", "Search the index");
   common(search);
   search->add_option("query", a.query, "What to look for")->required();

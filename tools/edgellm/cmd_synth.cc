@@ -39,7 +39,8 @@ Action add_synth(CLI::App& app) {
       for (const auto& p : edgellm::synth_presets()) {
         const std::string use =
             p.arch != "qwen2" ? std::string("pooling ") + kPooling[p.pooling < 0 ? 0 : p.pooling] +
-                                    ", " + p.vocab_file
+                                    ", " + (p.vocab_file.empty() ? "ggml-vocab-qwen2.gguf"
+                                                                 : p.vocab_file)
             : p.chat_template.empty() ? "(the vocabulary's)"
                                       : p.chat_template;
         std::printf("%-29s %-5s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(),

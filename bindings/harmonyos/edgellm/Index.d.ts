@@ -660,8 +660,9 @@ export interface EmbedderOptions {
   threads?: number;
   /** Default "model": what the GGUF says (a file without one is refused). */
   pooling?: Pooling;
-  /** Tokens one text may have, special tokens included. Default: the model's training context
-   * (512 for BERT), at most 8192. */
+  /** Tokens one text may have, special tokens included. Default: the model's training context,
+   * at most 512 (each token of a decode costs an output row of n_vocab floats on a decoder
+   * embedder). */
   maxTokens?: number;
   /** Tokens decoded together (texts share a decode). Default max(512, maxTokens). */
   batchTokens?: number;
