@@ -182,6 +182,20 @@ bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std:
   return get_strings(env, *v, key, out);
 }
 
+bool read_load_mode(napi_env env, const std::string& mode, LoadMode* out) {
+  if (mode == "mmap") {
+    *out = LoadMode::kMmap;
+  } else if (mode == "read") {
+    *out = LoadMode::kRead;
+  } else if (mode == "auto") {
+    *out = LoadMode::kAuto;
+  } else {
+    throw_status(env, Status::InvalidArgument("loadMode '" + mode + "' must be auto, mmap or read"));
+    return false;
+  }
+  return true;
+}
+
 bool attach_cancel(napi_env env, napi_value holder, std::shared_ptr<std::atomic<bool>> flag) {
   if (is_nullish(env, holder)) return true;
   using Flag = std::shared_ptr<std::atomic<bool>>;

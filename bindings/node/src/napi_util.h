@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "edgellm/model.h"
 #include "edgellm/status.h"
 
 namespace edgellm::node {
@@ -62,6 +63,8 @@ bool opt_int(napi_env env, napi_value obj, const char* key, int32_t* out);
 bool opt_bool(napi_env env, napi_value obj, const char* key, bool* out);
 bool opt_string(napi_env env, napi_value obj, const char* key, std::string* out);
 bool opt_strings(napi_env env, napi_value obj, const char* key, std::vector<std::string>* out);
+// loadMode "auto", "mmap" or "read" into `out`; false with ERR_INVALID_ARGUMENT pending.
+bool read_load_mode(napi_env env, const std::string& mode, LoadMode* out);
 // An array of strings (TypeError naming `what` otherwise), appended to `out`.
 bool get_strings(napi_env env, napi_value v, const char* what, std::vector<std::string>* out);
 

@@ -82,14 +82,7 @@ napi_value LoadJs(napi_env env, napi_callback_info cbinfo) {
   auto p = pooling_from_name(pooling);
   if (!p.ok()) return throw_status(env, p.status());
   o.pooling = *p;
-  if (mode == "mmap") {
-    o.load.mode = LoadMode::kMmap;
-  } else if (mode == "read") {
-    o.load.mode = LoadMode::kRead;
-  } else if (mode != "auto") {
-    return throw_status(env, Status::InvalidArgument("loadMode '" + mode +
-                                                     "' must be auto, mmap or read"));
-  }
+  if (!read_load_mode(env, mode, &o.load.mode)) return nullptr;
   if (state->closed) return throw_status(env, kDisposed);
   return worker_job(env, *state->worker, argv[2], "edgellm.embedder.load",
                     [state, path, o](Channel* ch) mutable -> Settle {

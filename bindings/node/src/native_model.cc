@@ -112,14 +112,7 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
       !opt_string(env, argv[1], "loadMode", &mode)) {
     return nullptr;
   }
-  if (mode == "mmap") {
-    lo.mode = LoadMode::kMmap;
-  } else if (mode == "read") {
-    lo.mode = LoadMode::kRead;
-  } else if (mode != "auto") {
-    return throw_status(env, Status::InvalidArgument("loadMode '" + mode +
-                                                     "' must be auto, mmap or read"));
-  }
+  if (!read_load_mode(env, mode, &lo.mode)) return nullptr;
   if (state->closed) return throw_status(env, Status::FailedPrecondition("the model is disposed"));
   Promise p;
   NAPI_OK(env, napi_create_promise(env, &p.deferred, &p.promise));

@@ -8,20 +8,13 @@
 namespace edgellm::node {
 namespace {
 
-napi_value numbers(napi_env env, const std::vector<float>& v) {
+// A JS array of numbers (scores, token counts).
+template <typename T>
+napi_value numbers(napi_env env, const std::vector<T>& v) {
   napi_value a = nullptr;
   napi_create_array_with_length(env, v.size(), &a);
   for (size_t i = 0; i < v.size(); ++i) {
-    napi_set_element(env, a, static_cast<uint32_t>(i), make_number(env, v[i]));
-  }
-  return a;
-}
-
-napi_value ints(napi_env env, const std::vector<int32_t>& v) {
-  napi_value a = nullptr;
-  napi_create_array_with_length(env, v.size(), &a);
-  for (size_t i = 0; i < v.size(); ++i) {
-    napi_set_element(env, a, static_cast<uint32_t>(i), make_number(env, v[i]));
+    napi_set_element(env, a, static_cast<uint32_t>(i), make_number(env, static_cast<double>(v[i])));
   }
   return a;
 }
@@ -85,7 +78,7 @@ napi_value embeddings_object(napi_env env, const Embeddings& e) {
   napi_value o = make_object(env);
   set(env, o, "vectors", vectors);
   set(env, o, "dims", static_cast<double>(e.dims));
-  set(env, o, "nTokens", ints(env, e.n_tokens));
+  set(env, o, "nTokens", numbers(env, e.n_tokens));
   set(env, o, "truncated", truncated);
   set(env, o, "stats", stats_object(env, e.stats));
   return o;
@@ -95,8 +88,8 @@ napi_value rerank_object(napi_env env, const RerankResult& r) {
   napi_value o = make_object(env);
   set(env, o, "scores", numbers(env, r.scores));
   set(env, o, "probabilities", numbers(env, r.probabilities));
-  set(env, o, "order", ints(env, r.order));
-  set(env, o, "nTokens", ints(env, r.n_tokens));
+  set(env, o, "order", numbers(env, r.order));
+  set(env, o, "nTokens", numbers(env, r.n_tokens));
   set(env, o, "stats", stats_object(env, r.stats));
   return o;
 }
