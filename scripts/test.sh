@@ -5,18 +5,22 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+# Each phase says how long the run has taken so far: CI's time budget is checked from the log.
+phase() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$1" >&2; }
 bash scripts/setup.sh
+phase 'setup and build done'
 printf '\n==> starting nginx on loopback (store tests pull from a stock server)\n' >&2
 read -r EDGELLM_NGINX_URL EDGELLM_NGINX_ROOT < <(bash scripts/nginx.sh start)
 export EDGELLM_NGINX_URL EDGELLM_NGINX_ROOT
 trap 'bash scripts/nginx.sh stop' EXIT
-printf '\n==> running tests\n' >&2
+phase 'running tests'
 ctest --test-dir build --output-on-failure -j "${EDGELLM_TEST_JOBS:-2}" --timeout 900
-printf '\n==> running the Node-API bridge tests (node --test)\n' >&2
+phase 'running the Node-API bridge tests (node --test)'
 node --test bindings/node/test/
-printf '\n==> running the web demo end-to-end test (headless Chromium)\n' >&2
+phase 'running the web demo end-to-end test (headless Chromium)'
 node --test web/test/
-printf '\n==> the HarmonyOS shape: clang 15 + libc++, aarch64-linux-ohos compile, aarch64 under qemu\n' >&2
+phase 'the HarmonyOS shape: clang 15 + libc++, aarch64-linux-ohos compile, aarch64 under qemu'
 bash scripts/cross.sh
-printf '\n==> consumer tests: the install, the npm tarball and aarch64, used from outside the tree\n' >&2
+phase 'consumer tests: the install, the npm tarball and aarch64, used from outside the tree'
 bash scripts/consumer.sh
+phase 'all tests passed'
