@@ -14,6 +14,30 @@
 
 namespace edgellm {
 
+// A vision or audio projector (a llama.cpp "mmproj" GGUF, read by its mtmd library) written
+// beside a multimodal preset's text model: the encoder at the real model's shapes, random
+// weights, F16 matrices and F32 norms, biases and embeddings as llama.cpp's converter writes.
+struct SynthProjector {
+  // clip.projector_type. "idefics3": a SigLIP vision tower (learned positions, pre-LN blocks,
+  // tanh GELU), a pixel unshuffle by `scale_factor` and one linear map to the text width
+  // (SmolVLM's). "" for presets without a projector.
+  std::string type = "";
+  int32_t n_layer = 0, n_embd = 0, n_head = 0, n_ff = 0;
+  int32_t image_size = 0;          // the tile the tower sees, pixels a side
+  int32_t patch_size = 0;
+  int32_t scale_factor = 0;        // pixel unshuffle: scale_factor^2 patches per token
+  int32_t preproc_image_size = 0;  // longest edge images are resized to before tiling
+  float eps = 1e-6f;               // LayerNorm epsilon
+};
+
+// A token the preset puts over the vocabulary file's (at `id`, which may be past its end):
+// the added tokens of the model it mimics. llama_token_type: 3 control, 4 user-defined.
+struct SynthToken {
+  int32_t id;
+  std::string text;
+  int32_t type = 3;
+};
+
 struct SynthPreset {
   std::string name;
   int32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx_train;
@@ -22,7 +46,8 @@ struct SynthPreset {
   // The chat template stamped into the file: a file of llama.cpp's models/templates (the real
   // template of the model this preset mimics), or "" for the vocabulary file's own.
   std::string chat_template = "";
-  // llama.cpp's architecture: "qwen2" (chat models), "qwen3" (decoders with RMS norms on each
+  // llama.cpp's architecture: "qwen2" (chat models), "llama" (no Q/K/V biases: SmolVLM's
+  // text model), "qwen3" (decoders with RMS norms on each
   // head's queries and keys and no Q/K/V biases: the Qwen3-Embedding preset) or "bert"
   // (encoders for embeddings and rerank: learned positions, LayerNorm with biases, GELU,
   // non-causal attention).
@@ -44,6 +69,17 @@ struct SynthPreset {
   // tokenizer.ggml.add_eos_token: the tokenizer closes every text with the vocabulary's EOS
   // (<|endoftext|> in Qwen's), as Qwen3-Embedding's does: its LAST pooling reads that token.
   bool add_eos = false;
+  // <arch>.attention.layer_norm_rms_epsilon. Default 1e-6 (Qwen's); SmolLM2's is 1e-5.
+  float rms_eps = 1e-6f;
+  // Tokens written over the vocabulary file's, and its EOS (-1: the file's).
+  std::vector<SynthToken> added_tokens = {};
+  int32_t eos_token = -1;
+  // A chat template given inline, for models whose template llama.cpp's models/templates
+  // lacks (used when chat_template is ""). Written for edgellm from the model's documented
+  // turn format.
+  std::string chat_template_text = "";
+  // The projector a multimodal preset writes with SynthOptions::mmproj_output.
+  SynthProjector projector = {};
   int32_t head_width() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
@@ -51,7 +87,9 @@ struct SynthPreset {
 // deepseek-r1-distill-qwen-1.5b (chat models, Qwen2 vocabulary); minilm-l6, bge-small-en-v1.5
 // (embedding encoders) and bge-reranker-base (a reranker), with the WordPiece vocabulary of
 // llama.cpp's models/ggml-vocab-bert-bge.gguf; qwen3-embedding-0.6b (a decoder embedder with
-// LAST pooling, Qwen2 vocabulary).
+// LAST pooling, Qwen2 vocabulary); smolvlm-256m (SmolVLM-256M-Instruct: a llama text model
+// and, with SynthOptions::mmproj_output, its idefics3 vision projector; StarCoder's 49,152-token
+// BPE vocabulary, the same size as SmolLM2's, under SmolVLM's 128 added tokens).
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
 
@@ -75,7 +113,10 @@ struct SynthOptions {
   // a metadata-only load sees exactly what a real file of this preset and type holds.
   // Loading its weights gives all-zero weights. Default false.
   bool header_only = false;
-  // Called with a stage ("weights", "quantize") and its progress in [0, 1].
+  // Also write the preset's projector (mmproj GGUF, F16) to this path, atomically. Only for
+  // presets with one (smolvlm-256m). Default "": none.
+  std::string mmproj_output;
+  // Called with a stage ("weights", "quantize", "mmproj") and its progress in [0, 1].
   // Return false to cancel (kCancelled; nothing is left at `output`).
   std::function<bool(const char* stage, float progress)> on_progress;
 };

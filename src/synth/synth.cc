@@ -38,11 +38,13 @@ uint64_t hash_name(const char* s, uint64_t seed) {
   return h;
 }
 
-// Qwen2's tensors (Q/K/V biases) or Qwen3's (no biases; an RMS norm over each head's queries
-// and keys, attn_q_norm / attn_k_norm, of one head's width), in llama.cpp's names.
+// Qwen2's tensors (Q/K/V biases), Llama's (no biases) or Qwen3's (no biases; an RMS norm over
+// each head's queries and keys, attn_q_norm / attn_k_norm, of one head's width), in llama.cpp's
+// names.
 std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
   if (p.arch == "bert") return bert_tensor_specs(p);
   const bool qwen3 = p.arch == "qwen3";
+  const bool biases = p.arch == "qwen2";
   const int64_t head_dim = p.head_width();
   const int64_t n_embd_q = head_dim * p.n_head;
   const int64_t n_embd_kv = head_dim * p.n_head_kv;
@@ -54,11 +56,11 @@ std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
     const std::string b = "blk." + std::to_string(i) + ".";
     t.push_back({b + "attn_norm.weight", p.n_embd, 1, TensorSpec::kOnes});
     t.push_back({b + "attn_q.weight", p.n_embd, n_embd_q, TensorSpec::kWeight});
-    if (!qwen3) t.push_back({b + "attn_q.bias", n_embd_q, 1, TensorSpec::kBias});
+    if (biases) t.push_back({b + "attn_q.bias", n_embd_q, 1, TensorSpec::kBias});
     t.push_back({b + "attn_k.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
-    if (!qwen3) t.push_back({b + "attn_k.bias", n_embd_kv, 1, TensorSpec::kBias});
+    if (biases) t.push_back({b + "attn_k.bias", n_embd_kv, 1, TensorSpec::kBias});
     t.push_back({b + "attn_v.weight", p.n_embd, n_embd_kv, TensorSpec::kWeight});
-    if (!qwen3) t.push_back({b + "attn_v.bias", n_embd_kv, 1, TensorSpec::kBias});
+    if (biases) t.push_back({b + "attn_v.bias", n_embd_kv, 1, TensorSpec::kBias});
     t.push_back({b + "attn_output.weight", n_embd_q, p.n_embd, TensorSpec::kWeight});
     if (qwen3) {
       t.push_back({b + "attn_q_norm.weight", head_dim, 1, TensorSpec::kOnes});
@@ -73,8 +75,10 @@ std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
 }
 
 // Copies the tokenizer from `vocab` into `out`, padding the token list to n_vocab with
-// unused "[PADn]" tokens as llama.cpp's converter does for Qwen2.
-Status copy_tokenizer(const gguf_context* vocab, int32_t n_vocab, gguf_context* out) {
+// unused "[PADn]" tokens as llama.cpp's converter does for Qwen2, then the preset's added
+// tokens over it.
+Status copy_tokenizer(const gguf_context* vocab, const SynthPreset& p, gguf_context* out) {
+  const int32_t n_vocab = p.n_vocab;
   for (int64_t i = 0; i < gguf_get_n_kv(vocab); ++i) {
     const std::string key = gguf_get_key(vocab, i);
     if (key.rfind("tokenizer.", 0) != 0) continue;
@@ -124,6 +128,17 @@ Status copy_tokenizer(const gguf_context* vocab, int32_t n_vocab, gguf_context* 
     pads.push_back("[PAD" + std::to_string(j) + "]");
     toks[j] = pads.back().c_str();
   }
+  for (const SynthToken& t : p.added_tokens) {
+    if (t.id < 0 || t.id >= n_vocab) {
+      return Status::Internal("preset " + p.name + " adds token " + std::to_string(t.id) +
+                              " outside its vocabulary of " + std::to_string(n_vocab));
+    }
+    toks[static_cast<size_t>(t.id)] = t.text.c_str();
+    types[static_cast<size_t>(t.id)] = t.type;
+  }
+  if (p.eos_token >= 0) {
+    gguf_set_val_u32(out, "tokenizer.ggml.eos_token_id", static_cast<uint32_t>(p.eos_token));
+  }
   gguf_set_arr_str(out, "tokenizer.ggml.tokens", toks.data(), toks.size());
   gguf_set_arr_data(out, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types.data(), types.size());
   return Status::Ok();
@@ -136,7 +151,12 @@ Status stamp_template(const SynthPreset& p, const SynthOptions& o, gguf_context*
     path = (std::filesystem::path(o.vocab_path).parent_path() / "templates" / p.chat_template)
                .string();
   }
-  if (path.empty()) return Status::Ok();
+  if (path.empty()) {
+    if (!p.chat_template_text.empty()) {
+      gguf_set_val_str(out, "tokenizer.chat_template", p.chat_template_text.c_str());
+    }
+    return Status::Ok();
+  }
   std::ifstream f(path, std::ios::binary);
   std::stringstream text;
   text << f.rdbuf();
@@ -171,7 +191,8 @@ void set_hparams(const SynthPreset& p, const SynthOptions& o, bool f32, gguf_con
   gguf_set_val_u64(out, "edgellm.synth.seed", o.seed);
 }
 
-// <arch>.* hyperparameters of a Qwen2 or Qwen3 decoder, the keys llama.cpp's converter writes.
+// <arch>.* hyperparameters of a Qwen2, Qwen3 or Llama decoder, the keys llama.cpp's converter
+// writes.
 void set_decoder_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
   auto key = [&](const char* name) { return p.arch + "." + name; };
   auto u32 = [&](const char* name, int32_t v) {
@@ -191,7 +212,11 @@ void set_decoder_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
     u32("attention.value_length", p.head_dim);
   }
   gguf_set_val_f32(out, key("rope.freq_base").c_str(), p.rope_freq_base);
-  gguf_set_val_f32(out, key("attention.layer_norm_rms_epsilon").c_str(), 1e-6f);
+  gguf_set_val_f32(out, key("attention.layer_norm_rms_epsilon").c_str(), p.rms_eps);
+  if (p.arch == "llama") {  // the converter's LlamaModel writes both
+    u32("rope.dimension_count", p.head_width());
+    u32("vocab_size", p.n_vocab);
+  }
   if (p.pooling >= 0) u32("pooling_type", p.pooling);
 }
 
@@ -239,17 +264,6 @@ Status set_quantized_types(const SynthPreset& p, llama_ftype ftype,
   return st;
 }
 
-void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, int64_t n) {
-  if (t.init == TensorSpec::kOnes) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f;
-    return;
-  }
-  // Uniform with std 0.02 (the usual init scale); a fresh stream per tensor and chunk.
-  const float a = 0.02f * std::sqrt(3.0f);
-  Rng rng{hash_name(t.name.c_str(), seed) + static_cast<uint64_t>(first)};
-  for (int64_t i = 0; i < n; ++i) dst[i] = (rng.uniform() * 2.0f - 1.0f) * a;
-}
-
 // Writes the F16 (or F32) base model with random weights; with header_only, the header of the
 // `ftype` model and a hole of the data's size instead.
 Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_ftype ftype,
@@ -263,7 +277,7 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
                             ": run scripts/setup.sh (it fetches llama.cpp's models/) or pass --vocab");
   }
   GgufPtr out(gguf_init_empty());
-  EDGELLM_RETURN_IF_ERROR(copy_tokenizer(vocab.get(), p.n_vocab, out.get()));
+  EDGELLM_RETURN_IF_ERROR(copy_tokenizer(vocab.get(), p, out.get()));
   if (o.no_chat_template) {
     gguf_remove_key(out.get(), "tokenizer.chat_template");
   } else {
@@ -274,18 +288,8 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
   const std::vector<TensorSpec> specs = tensor_specs(p);
   ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, /*no_alloc=*/true};
   GgmlPtr gctx(ggml_init(ip));
-  std::vector<ggml_tensor*> tensors;
   uint64_t total = 0;
-  for (const TensorSpec& s : specs) {
-    const bool vec = s.ne1 == 1;
-    const ggml_type type = (vec || f32 || s.keep_f32) ? GGML_TYPE_F32 : GGML_TYPE_F16;
-    ggml_tensor* t = vec ? ggml_new_tensor_1d(gctx.get(), type, s.ne0)
-                         : ggml_new_tensor_2d(gctx.get(), type, s.ne0, s.ne1);
-    ggml_set_name(t, s.name.c_str());
-    gguf_add_tensor(out.get(), t);
-    tensors.push_back(t);
-    total += ggml_nbytes(t);
-  }
+  const std::vector<ggml_tensor*> tensors = add_tensor_table(specs, f32, gctx.get(), out.get(), &total);
   if (o.header_only && !f32 && ftype != LLAMA_FTYPE_MOSTLY_F16) {
     if (p.arch == "bert") {
       return Status::InvalidArgument(
@@ -297,9 +301,9 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     gguf_set_val_u32(out.get(), "general.quantization_version", GGML_QNT_VERSION);
   }
 
-  GgufStreamWriter w;
-  EDGELLM_RETURN_IF_ERROR(w.Open(out.get(), path));
   if (o.header_only) {
+    GgufStreamWriter w;
+    EDGELLM_RETURN_IF_ERROR(w.Open(out.get(), path));
     // The data section as a hole: the offset of the last tensor plus its padded size.
     const int64_t last = gguf_get_n_tensors(out.get()) - 1;
     const size_t align = gguf_get_alignment(out.get());
@@ -316,6 +320,46 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     return Status::Ok();
   }
 
+  return write_random_gguf(out.get(), specs, tensors, total, o.seed, path, "weights",
+                           o.on_progress);
+}
+
+}  // namespace
+
+void fill_values(const TensorSpec& t, uint64_t seed, int64_t first, float* dst, int64_t n) {
+  if (t.init == TensorSpec::kOnes) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = 1.0f;
+    return;
+  }
+  // Uniform with std 0.02 (the usual init scale); a fresh stream per tensor and chunk.
+  const float a = 0.02f * std::sqrt(3.0f);
+  Rng rng{hash_name(t.name.c_str(), seed) + static_cast<uint64_t>(first)};
+  for (int64_t i = 0; i < n; ++i) dst[i] = (rng.uniform() * 2.0f - 1.0f) * a;
+}
+
+std::vector<ggml_tensor*> add_tensor_table(const std::vector<TensorSpec>& specs, bool f32,
+                                           ggml_context* ctx, gguf_context* out, uint64_t* total) {
+  std::vector<ggml_tensor*> tensors;
+  *total = 0;
+  for (const TensorSpec& s : specs) {
+    const bool vec = s.is_vector();
+    const ggml_type type = (vec || f32 || s.keep_f32) ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    ggml_tensor* t = vec ? ggml_new_tensor_1d(ctx, type, s.ne0)
+                         : ggml_new_tensor_4d(ctx, type, s.ne0, s.ne1, s.ne2, s.ne3);
+    ggml_set_name(t, s.name.c_str());
+    gguf_add_tensor(out, t);
+    tensors.push_back(t);
+    *total += ggml_nbytes(t);
+  }
+  return tensors;
+}
+
+Status write_random_gguf(gguf_context* out, const std::vector<TensorSpec>& specs,
+                         const std::vector<ggml_tensor*>& tensors, uint64_t total, uint64_t seed,
+                         const std::string& path, const char* stage,
+                         const std::function<bool(const char*, float)>& on_progress) {
+  GgufStreamWriter w;
+  EDGELLM_RETURN_IF_ERROR(w.Open(out, path));
   constexpr int64_t kChunk = 1 << 20;
   std::vector<float> vals(kChunk);
   std::vector<ggml_fp16_t> halfs(kChunk);
@@ -325,7 +369,7 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
     const bool is_f32 = tensors[i]->type == GGML_TYPE_F32;
     for (int64_t off = 0; w.ok() && off < n; off += kChunk) {
       const int64_t m = std::min(kChunk, n - off);
-      fill_values(specs[i], o.seed, off, vals.data(), m);
+      fill_values(specs[i], seed, off, vals.data(), m);
       if (is_f32) {
         w.Write(vals.data(), sizeof(float) * static_cast<size_t>(m));
       } else {
@@ -333,7 +377,7 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
         w.Write(halfs.data(), sizeof(ggml_fp16_t) * static_cast<size_t>(m));
       }
       written += static_cast<uint64_t>(m) * (is_f32 ? 4 : 2);
-      if (o.on_progress && !o.on_progress("weights", static_cast<float>(written) / total)) {
+      if (on_progress && !on_progress(stage, static_cast<float>(written) / total)) {
         return Status::Cancelled("synth cancelled");
       }
     }
@@ -342,9 +386,59 @@ Status write_base(const SynthPreset& p, const SynthOptions& o, bool f32, llama_f
   return w.Close("check free disk space (" + std::to_string(total >> 20) + " MiB needed)");
 }
 
-}  // namespace
+
 
 constexpr const char* kQwen25Template = "Qwen-Qwen2.5-7B-Instruct.jinja";
+
+// SmolVLM's turn format, as llama.cpp renders it (llama-chat.cpp's "smolvlm"):
+// "<|im_start|>{system}\n\nUser: {text}<end_of_utterance>\nAssistant: ...", written for edgellm
+// over string contents (the model card's template takes lists of parts).
+constexpr const char* kSmolVlmTemplate =
+    "<|im_start|>{% for message in messages %}"
+    "{% if message['role'] == 'system' %}{{ message['content'] }}\n\n"
+    "{% else %}{% if message['role'] == 'assistant' %}Assistant{% else %}User{% endif %}: "
+    "{{ message['content'] }}<end_of_utterance>\n{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}";
+
+// HuggingFaceTB/SmolVLM-256M-Instruct: SmolLM2-135M's decoder (30 layers of 576, 9 query and
+// 3 KV heads, RMS epsilon 1e-5, RoPE base 100000, tied embeddings, 8K context) and a SigLIP
+// base tower (12 layers of 768, 512-pixel tiles of 16-pixel patches) whose 1024 patches a tile
+// are unshuffled by 4 into 64 tokens of 12288 and mapped to 576. Vocabulary: StarCoder2's
+// 49,152 BPE tokens (SmolLM2's own is not in llama.cpp's models/; it has the same size and
+// layout: <|endoftext|> at 0, <|im_start|> at 1, <|im_end|> at 2) with SmolVLM's 128 added
+// tokens at its ids (<global-img> 49152, <row_R_col_C> 49153-49188, <fake_token_around_image>
+// 49189, <image> 49190, reserved, <end_of_utterance> 49279, the EOS).
+static SynthPreset smolvlm_256m() {
+  SynthPreset p{"smolvlm-256m", 30, 576, 9, 3, 1536, 49280, 8192, true, 100000.0f};
+  p.arch = "llama";
+  p.vocab_file = "ggml-vocab-starcoder.gguf";
+  p.rms_eps = 1e-5f;
+  p.chat_template_text = kSmolVlmTemplate;
+  p.added_tokens = {{1, "<|im_start|>"}, {2, "<|im_end|>"}, {49152, "<global-img>", 4}};
+  for (int r = 1; r <= 6; ++r) {
+    for (int c = 1; c <= 6; ++c) {
+      p.added_tokens.push_back({49153 + (r - 1) * 6 + (c - 1),
+                                "<row_" + std::to_string(r) + "_col_" + std::to_string(c) + ">", 4});
+    }
+  }
+  p.added_tokens.push_back({49189, "<fake_token_around_image>", 4});
+  p.added_tokens.push_back({49190, "<image>", 4});
+  for (int i = 49191; i < 49279; ++i) {
+    p.added_tokens.push_back({i, "<|reserved_special_token_" + std::to_string(i - 49191) + "|>"});
+  }
+  p.added_tokens.push_back({49279, "<end_of_utterance>"});
+  p.eos_token = 49279;
+  p.projector.type = "idefics3";
+  p.projector.n_layer = 12;
+  p.projector.n_embd = 768;
+  p.projector.n_head = 12;
+  p.projector.n_ff = 3072;
+  p.projector.image_size = 512;
+  p.projector.patch_size = 16;
+  p.projector.scale_factor = 4;
+  p.projector.preproc_image_size = 2048;
+  return p;
+}
 
 const std::vector<SynthPreset>& synth_presets() {
   // Shapes from the models' published config.json files.
@@ -391,6 +485,7 @@ const std::vector<SynthPreset>& synth_presets() {
                        "answer the query\nQuery:",
        .head_dim = 128,
        .add_eos = true},
+      smolvlm_256m(),
   };
   return kPresets;
 }
@@ -408,6 +503,14 @@ Status synth_model(const SynthOptions& o) {
   Result<SynthPreset> preset = find_synth_preset(o.preset);
   if (!preset.ok()) return preset.status();
   if (o.output.empty()) return Status::InvalidArgument("no output path: pass -o FILE.gguf");
+  if (!o.mmproj_output.empty() && preset->projector.type.empty()) {
+    return Status::InvalidArgument("preset " + preset->name + " has no projector: --mmproj is "
+                                   "for multimodal presets (smolvlm-256m)");
+  }
+  if (!o.mmproj_output.empty() && o.mmproj_output == o.output) {
+    return Status::InvalidArgument("the projector and the model cannot both be written to " +
+                                   o.output);
+  }
   llama_ftype ftype;
   if (!engine::ftype_from_name(o.type, &ftype)) {
     return Status::InvalidArgument("unknown type '" + o.type +
@@ -436,6 +539,11 @@ Status synth_model(const SynthOptions& o) {
     }
   }
   if (!st.ok()) return st;
+  if (!o.mmproj_output.empty()) {
+    AtomicFile mm(o.mmproj_output);
+    EDGELLM_RETURN_IF_ERROR(write_mmproj(*preset, o, mm.path()));
+    EDGELLM_RETURN_IF_ERROR(mm.Commit("the projector"));
+  }
   return out.Commit("the model");
 }
 

@@ -41,6 +41,29 @@ std::string synth_model(const std::string& preset, const std::string& type) {
   return path;
 }
 
+std::string synth_mmproj_path(const std::string& preset) {
+  return fixture_dir() + "/" + preset + "-mmproj-F16.gguf";
+}
+
+std::string synth_multimodal(const std::string& preset, const std::string& type) {
+  // synth_model commits the projector first and the text model last: the text model's
+  // presence means both are complete.
+  const std::string path = fixture_dir() + "/" + preset + "-" + type + ".gguf";
+  if (fs::exists(path) && fs::exists(synth_mmproj_path(preset))) return path;
+  edgellm::SynthOptions o;
+  o.preset = preset;
+  o.type = type;
+  o.output = path;
+  o.mmproj_output = synth_mmproj_path(preset);
+  o.vocab_path = vocab_path();
+  edgellm::Status st = edgellm::synth_model(o);
+  if (!st.ok()) {
+    ADD_FAILURE() << "synth " << preset << " " << type << " with its projector: " << st.ToString();
+    return {};
+  }
+  return path;
+}
+
 edgellm::Generation generate_locally(const std::string& model, std::string_view prompt,
                                      const edgellm::GenerateOptions& options) {
   auto m = edgellm::Model::Load(model);

@@ -20,6 +20,10 @@ inline constexpr bool kSanitized = false;
 // Path of a synth model (preset, type), created with seed 1 if missing. Aborts the
 // test (ADD_FAILURE + empty string) when generation fails.
 std::string synth_model(const std::string& preset, const std::string& type);
+// A multimodal preset's text model (type) and its F16 projector, created with seed 1 if
+// missing: the text model's path; the projector's is synth_mmproj_path(preset).
+std::string synth_multimodal(const std::string& preset, const std::string& type);
+std::string synth_mmproj_path(const std::string& preset);
 // A fresh empty directory under the fixture dir for one test's scratch files.
 std::string scratch_dir(const std::string& name);
 // Writes `bytes` to `path`.

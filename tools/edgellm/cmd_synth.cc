@@ -11,10 +11,12 @@ Action add_synth(CLI::App& app) {
   static edgellm::SynthLoraOptions lo;
   o.vocab_path = default_vocab();
   auto* cmd = app.add_subcommand(
-      "synth", "Write a GGUF with random weights at a real model's shapes and real Qwen2 vocab");
+      "synth", "Write a GGUF with random weights at a real model's shapes and a real vocabulary");
   cmd->add_option("--preset", o.preset, "Shape preset (see --list)");
   cmd->add_option("--type", o.type, "F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0 ... (default Q4_K_M)");
   cmd->add_option("-o,--output", o.output, "Output .gguf path (written atomically)");
+  cmd->add_option("--mmproj", o.mmproj_output,
+                  "Also write the preset's vision projector (mmproj .gguf) here (smolvlm-256m)");
   cmd->add_option("--seed", o.seed, "Weight seed (default 1)");
   cmd->add_option("--vocab", o.vocab_path, "Tokenizer GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf)");
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
@@ -37,10 +39,11 @@ Action add_synth(CLI::App& app) {
                   "n_embd", "heads", "kv_heads", "n_ff", "vocab", "tied",
                   "chat template / pooling");
       for (const auto& p : edgellm::synth_presets()) {
+        const std::string vocab = p.vocab_file.empty() ? "ggml-vocab-qwen2.gguf" : p.vocab_file;
         const std::string use =
-            p.arch != "qwen2" ? std::string("pooling ") + kPooling[p.pooling < 0 ? 0 : p.pooling] +
-                                    ", " + (p.vocab_file.empty() ? "ggml-vocab-qwen2.gguf"
-                                                                 : p.vocab_file)
+            p.pooling >= 0 ? std::string("pooling ") + kPooling[p.pooling] + ", " + vocab
+            : !p.projector.type.empty() ? "built-in template, " + vocab + ", --mmproj " +
+                                              p.projector.type
             : p.chat_template.empty() ? "(the vocabulary's)"
                                       : p.chat_template;
         std::printf("%-29s %-5s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(),
@@ -67,6 +70,10 @@ Action add_synth(CLI::App& app) {
     edgellm::Status st = edgellm::synth_model(o);
     if (!st.ok()) return fail(st);
     std::fprintf(stderr, "wrote %s (%s, %s)\n", o.output.c_str(), o.preset.c_str(), o.type.c_str());
+    if (!o.mmproj_output.empty()) {
+      std::fprintf(stderr, "wrote %s (its %s projector, F16)\n", o.mmproj_output.c_str(),
+                   edgellm::find_synth_preset(o.preset)->projector.type.c_str());
+    }
     return 0;
   };
 }
