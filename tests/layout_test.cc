@@ -307,6 +307,28 @@ TEST_F(LayoutTest, LlamaCppCommonOnlyInTheGlue) {
   }
 }
 
+// llama.cpp's multimodal library (tools/mtmd) and the stb decoder it carries: the glue alone
+// (llama_glue_mtmd.cc).
+TEST_F(LayoutTest, MtmdOnlyInTheGlue) {
+  const std::set<std::string> mtmd = {"mtmd.h", "mtmd-helper.h", "clip.h", "stb/stb_image.h"};
+  int found = 0;
+  for (const char* dir : {"src", "tools", "bindings/node/src"}) {
+    for (const fs::path& file : sources(kRoot / dir)) {
+      const std::string rel = fs::relative(file, kRoot).string();
+      for (const std::string& inc : quoted_includes(read(file))) {
+        if (!mtmd.count(inc)) continue;
+        if (rel == "src/engine/llama_glue_mtmd.cc") {
+          ++found;
+          continue;
+        }
+        ADD_FAILURE() << rel << " includes llama.cpp's " << inc
+                      << ": go through src/engine/llama_glue_mtmd.h";
+      }
+    }
+  }
+  EXPECT_GE(found, 2);
+}
+
 // The llama.cpp calls that change between versions go through src/engine/llama_glue.h.
 TEST_F(LayoutTest, VersionSensitiveLlamaCallsOnlyInTheGlue) {
   const std::vector<std::string> versioned = {
@@ -315,7 +337,7 @@ TEST_F(LayoutTest, VersionSensitiveLlamaCallsOnlyInTheGlue) {
       "llama_kv_self_",     "llama_set_adapter_lora", "llama_set_adapters_lora",
       "llama_clear_adapter_lora", "llama_rm_adapter_lora", "llama_get_embeddings",
       "llama_pooling_type", "llama_model_n_cls_out", "llama_max_parallel_sequences",
-      "llama_model_n_embd_out"};
+      "llama_model_n_embd_out", "mtmd_"};
   int checked = 0;
   for (const char* dir : {"src", "tools", "bindings/node/src", "bench"}) {
     for (const fs::path& file : sources(kRoot / dir)) {

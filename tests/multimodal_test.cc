@@ -4,10 +4,18 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "core/utf8.h"
+#include "edgellm/session.h"
 #include "edgellm/synth.h"
 #include "gguf.h"
+#include "llama.h"
+#include "mtmd-helper.h"
+#include "mtmd.h"
 #include "testutil/fixtures.h"
 
 namespace edgellm {
@@ -15,6 +23,11 @@ namespace {
 
 const std::string kImage = std::string(EDGELLM_TEST_SOURCE_DIR) +
                            "/third_party/llama.cpp/tools/mtmd/test-1.jpeg";
+
+// The sampling both sides use: random weights put every greedy step on one token
+// (<end_of_utterance>), so the comparison samples at temperature 1 with a fixed seed instead,
+// where each draw depends on the whole distribution.
+constexpr uint32_t kSeed = 42;
 
 struct ToolRun {
   int rc;
@@ -81,6 +94,252 @@ TEST(MultimodalFixture, LlamaMtmdCliRunsTheSmolVlmPair) {
   EXPECT_EQ(count(r.out, "mtmd batch encoding done"), 2u) << r.out.substr(0, 6000);
   // The template it formats with is the fixture's: SmolVLM's turns.
   EXPECT_NE(r.out.find("User: How are you?<end_of_utterance>\nAssistant:"), std::string::npos);
+}
+
+// Text through edgellm for `prompt` with `media` (SmolVLM's pair at 64 image tokens), sampled
+// at temperature 1 with kSeed.
+Result<Generation> edgellm_generate(const std::string& prompt, std::vector<Media> media,
+                                    int32_t max_tokens, bool ignore_eos = false,
+                                    Model** keep = nullptr) {
+  static std::unique_ptr<Model> model;
+  if (!model) {
+    LoadOptions lo;
+    lo.mmproj_path = testutil::synth_mmproj_path("smolvlm-256m");
+    lo.image_max_tokens = 64;
+    lo.mmproj_threads = 2;
+    auto m = Model::Load(testutil::synth_multimodal("smolvlm-256m", "Q8_0"), lo);
+    if (!m.ok()) return m.status();
+    model = std::move(m).value();
+  }
+  if (keep) *keep = model.get();
+  SessionOptions so;
+  so.n_ctx = 2048;
+  so.n_threads = 2;
+  so.warmup = false;
+  auto s = Session::Create(*model, so);
+  if (!s.ok()) return s.status();
+  GenerateOptions g;
+  g.chat = true;
+  g.temperature = 1.0f;
+  g.top_k = 0;
+  g.top_p = 1.0f;
+  g.min_p = 0;
+  g.seed = kSeed;
+  g.max_tokens = max_tokens;
+  g.ignore_eos = ignore_eos;
+  g.media = std::move(media);
+  return (*s)->Generate(prompt, g);
+}
+
+// The reference: llama.cpp's own path for the same prompt, as llama-mtmd-cli takes it (the
+// formatted chat text tokenized by mtmd with the image, evaluated by mtmd_helper_eval_chunks
+// with a batch of 2048), then `n` tokens drawn with edgellm's sampler chain for temperature 1,
+// end-of-generation ignored: their text.
+std::string reference_sampled(const std::string& formatted, const std::string& image, int n) {
+  llama_model_params mp = llama_model_default_params();
+  llama_model* model =
+      llama_model_load_from_file(testutil::synth_multimodal("smolvlm-256m", "Q8_0").c_str(), mp);
+  EXPECT_NE(model, nullptr);
+  if (!model) return {};
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = 2048;
+  cp.n_batch = 2048;
+  cp.n_threads = cp.n_threads_batch = 2;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  mtmd_context_params mcp = mtmd_context_params_default();
+  mcp.use_gpu = false;
+  mcp.n_threads = 2;
+  mcp.warmup = false;
+  mcp.print_timings = false;
+  mcp.image_max_tokens = 64;
+  mtmd_context* mctx =
+      mtmd_init_from_file(testutil::synth_mmproj_path("smolvlm-256m").c_str(), model, mcp);
+  EXPECT_NE(mctx, nullptr);
+  mtmd_helper_bitmap_wrapper w =
+      mtmd_helper_bitmap_init_from_file(mctx, image.c_str(), false, mtmd_helper_init_opt_default());
+  mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+  mtmd_input_text text{formatted.c_str(), formatted.size(), true, true};
+  const mtmd_bitmap* bm = w.bitmap;
+  EXPECT_EQ(mtmd_tokenize(mctx, chunks, &text, &bm, 1), 0);
+  llama_pos n_past = 0;
+  EXPECT_EQ(mtmd_helper_eval_chunks(mctx, ctx, chunks, 0, 0, 2048, true, &n_past), 0);
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  // edgellm's chain for temperature 1, top_k 0, top_p 1, min_p 0 (llama_glue.cc).
+  llama_sampler* chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  llama_sampler_chain_add(chain, llama_sampler_init_temp(1.0f));
+  llama_sampler_chain_add(chain, llama_sampler_init_dist(kSeed));
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    llama_token tok = llama_sampler_sample(chain, ctx, -1);
+    char piece[256];
+    const int len = llama_token_to_piece(vocab, tok, piece, sizeof piece, 0, false);
+    if (len > 0) out.append(piece, static_cast<size_t>(len));
+    EXPECT_EQ(llama_decode(ctx, llama_batch_get_one(&tok, 1)), 0);
+  }
+  llama_sampler_free(chain);
+  mtmd_input_chunks_free(chunks);
+  mtmd_bitmap_free(w.bitmap);
+  mtmd_free(mctx);
+  llama_free(ctx);
+  llama_model_free(model);
+  return out;
+}
+
+// Text from an image prompt equals llama.cpp's own evaluation of the same prompt (mtmd's
+// tokenizer, encoder and chunk evaluation), drawn with the same sampler and seed.
+TEST(Multimodal, TextEqualsLlamaCppsOwnMediaPath) {
+  const std::string prompt = "What is in the image?";
+  auto g = edgellm_generate(prompt, {Media{kImage, {}}}, 16, /*ignore_eos=*/true);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  // SmolVLM's turn format with the marker where mtmd puts the image.
+  const std::string formatted = "<|im_start|>User: " + std::string(media_marker()) + prompt +
+                                "<end_of_utterance>\nAssistant:";
+  const std::string ref = reference_sampled(formatted, kImage, 16);
+  EXPECT_GT(ref.size(), 4u) << "the reference wrote nothing to compare: [" << ref << "]";
+  // edgellm streams valid UTF-8 only: the reference's bytes through the same decoder.
+  std::string ref_utf8;
+  Utf8Decoder dec;
+  dec.Push(ref, &ref_utf8);
+  dec.Finish(&ref_utf8);
+  EXPECT_EQ(g->text, ref_utf8);
+  EXPECT_EQ(g->stats.n_gen, 16);
+  EXPECT_EQ(g->stats.n_media, 1);
+  EXPECT_EQ(g->stats.n_media_tokens, 128);  // one 512-pixel tile and the overview, 64 each
+  EXPECT_GT(g->stats.media_encode_ms, 0);
+  EXPECT_GT(g->stats.media_decode_ms, 0);
+  std::printf("edgellm: media decode %.1f ms, encode %.1f ms, prefill %.1f ms (%d positions)\n",
+              g->stats.media_decode_ms, g->stats.media_encode_ms, g->stats.prefill_ms,
+              g->stats.n_prompt);
+}
+
+std::string file_bytes(const std::string& path) { return testutil::read_file(path); }
+
+Status media_error(std::vector<Media> media, const std::string& prompt = "What is this?") {
+  auto g = edgellm_generate(prompt, std::move(media), 2);
+  return g.ok() ? Status::Ok() : g.status();
+}
+
+// The same image as a file or as bytes is the same prompt; the second time its encoded
+// chunks come from the model's cache, and the text is the same.
+TEST(Multimodal, BytesEqualAPathAndASecondRequestTakesTheEncodedCache) {
+  auto a = edgellm_generate("Describe it.", {Media{kImage, {}}}, 8);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const std::string raw = file_bytes(kImage);
+  auto b = edgellm_generate("Describe it.", {Media{"", std::vector<uint8_t>(raw.begin(), raw.end())}}, 8);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->text, b->text);
+  EXPECT_EQ(b->stats.media_chunks_cached, 2);
+  EXPECT_EQ(b->stats.media_encode_ms, 0);
+  EXPECT_EQ(b->stats.n_media_tokens, a->stats.n_media_tokens);
+}
+
+// Bad media and bad requests: each a clear error before anything is encoded, nothing crashes.
+TEST(Multimodal, BadMediaAreClearErrors) {
+  const std::string dir = testutil::scratch_dir("mm-bad");
+  Status st = media_error({Media{dir + "/missing.jpg", {}}});
+  EXPECT_EQ(st.code(), Code::kNotFound) << st.ToString();
+  testutil::write_file(dir + "/empty.jpg", "");
+  st = media_error({Media{dir + "/empty.jpg", {}}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("is empty"), std::string::npos) << st.message();
+  const std::string jpeg = file_bytes(kImage);
+  // Cut files: stb would decode the missing part as grey.
+  testutil::write_file(dir + "/cut.jpg", jpeg.substr(0, jpeg.size() / 2));
+  st = media_error({Media{dir + "/cut.jpg", {}}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("JPEG that is cut short"), std::string::npos) << st.message();
+  testutil::write_file(dir + "/cut-early.jpg", jpeg.substr(0, 600));  // not even a scan
+  st = media_error({Media{dir + "/cut-early.jpg", {}}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+  std::vector<uint8_t> noise(5000);
+  for (size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  st = media_error({Media{"", noise}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("neither an image"), std::string::npos) << st.message();
+  // A PNG whose header claims 30,000 x 30,000 pixels: refused from the header, never decoded.
+  std::string png = "\x89PNG\r\n\x1a\n";
+  png += std::string("\0\0\0\x0d", 4) + "IHDR";
+  png += std::string("\0\0\x75\x30\0\0\x75\x30\x08\x02\0\0\0", 13) + "CRC!";
+  png += std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+  st = media_error({Media{"", std::vector<uint8_t>(png.begin(), png.end())}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("PNG of 30000 x 30000 pixels"), std::string::npos) << st.message();
+  // Audio to a vision-only projector.
+  const std::string mp3 = std::string(EDGELLM_TEST_SOURCE_DIR) + "/third_party/llama.cpp/tools/mtmd/test-2.mp3";
+  st = media_error({Media{mp3, {}}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("images only"), std::string::npos) << st.message();
+  // Markers that do not match the media.
+  st = media_error({Media{kImage, {}}}, std::string(media_marker()) + " and " + media_marker());
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("2 media markers"), std::string::npos) << st.message();
+  // Too many items.
+  st = media_error(std::vector<Media>(40, Media{kImage, {}}));
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("at most 32"), std::string::npos) << st.message();
+  // The model still works.
+  auto g = edgellm_generate("Describe it.", {Media{kImage, {}}}, 2);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+}
+
+// A model without a projector, a file that is not a projector, a projector for another text
+// model, and a projector whose key has the wrong type (clip.cpp would abort on it).
+TEST(Multimodal, BadProjectorsAreClearErrors) {
+  auto tiny = Model::Load(testutil::synth_model("tiny", "Q8_0"));
+  ASSERT_TRUE(tiny.ok());
+  auto s = Session::Create(**tiny, {});
+  ASSERT_TRUE(s.ok());
+  GenerateOptions g;
+  g.max_tokens = 2;
+  g.media = {Media{kImage, {}}};
+  auto r = (*s)->Generate("What is this?", g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("--mmproj"), std::string::npos) << r.status().message();
+
+  LoadOptions lo;
+  lo.mmproj_path = testutil::synth_model("tiny", "Q8_0");  // a text model
+  auto m = Model::Load(testutil::synth_multimodal("smolvlm-256m", "Q8_0"), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("not a projector"), std::string::npos) << m.status().message();
+
+  lo.mmproj_path = testutil::synth_mmproj_path("smolvlm-256m");  // made for 576, tiny is 256
+  m = Model::Load(testutil::synth_model("tiny", "Q8_0"), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("576-wide embeddings, but the text model is 256 wide"),
+            std::string::npos) << m.status().message();
+
+  const std::string bad = testutil::scratch_dir("mm-proj") + "/bad-type.gguf";
+  gguf_context* out = gguf_init_empty();
+  gguf_set_val_str(out, "general.architecture", "clip");
+  gguf_set_val_str(out, "clip.projector_type", "idefics3");
+  gguf_set_val_i32(out, "clip.vision.image_size", 512);  // clip.cpp reads a u32: an abort
+  ASSERT_TRUE(gguf_write_to_file(out, bad.c_str(), /*only_meta=*/false));
+  gguf_free(out);
+  lo.mmproj_path = bad;
+  m = Model::Load(testutil::synth_multimodal("smolvlm-256m", "Q8_0"), lo);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kCorruptData);
+  EXPECT_NE(m.status().message().find("clip.vision.image_size is i32, not u32"), std::string::npos)
+      << m.status().message();
+}
+
+// `edgellm run --mmproj --image --json` reports the media stats; --image alone is refused.
+TEST(Multimodal, RunWithAnImageFromTheCli) {
+  const std::string text = testutil::synth_multimodal("smolvlm-256m", "Q8_0");
+  const auto r = testutil::run_cli("run -m " + text + " --mmproj " +
+                                   testutil::synth_mmproj_path("smolvlm-256m") + " --image " +
+                                   kImage + " --image-max-tokens 64 --chat -p 'What is it?' -n 4 "
+                                   "--temp 0 --ctx 1024 --threads 2 --no-warmup --json -q");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["n_media"], 1);
+  EXPECT_EQ(j["n_media_tokens"], 128);
+  EXPECT_GT(j["media_encode_ms"].get<double>(), 0);
+  EXPECT_GT(j["n_prompt"].get<int>(), 128);
+  const auto bad = testutil::run_cli("run -m " + text + " --image " + kImage + " -p hi -n 2 -q");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("pass --mmproj FILE"), std::string::npos) << bad.err;
 }
 
 TEST(MultimodalFixture, AProjectorOnlyForPresetsWithOneAndNotOverTheModel) {

@@ -22,6 +22,12 @@ export interface LoadOptions {
   loadMode?: LoadMode;
   /** Run a short inference after loading so the first request is fast. Default true. */
   warmup?: boolean;
+  /** The model's projector (an mmproj .gguf made for this model): images and audio in
+   * prompts (`GenerateOptions.images` / `audio`). Checked before llama.cpp reads it. */
+  mmprojPath?: string;
+  /** At most this many tokens per image (smaller: faster encoding, less context). Default:
+   * the projector's own limit (SmolVLM: 17 tiles of 64). */
+  imageMaxTokens?: number;
   /** Load progress in [0, 1], then the stages "warming up" and "ready". */
   onProgress?: (progress: LoadProgress) => void;
   /** Abort the load (the promise rejects with an AbortError). */
@@ -52,6 +58,12 @@ export interface ModelInfo {
   hasChatTemplate: boolean;
   loadMode: "mmap" | "read";
   loadMs: number;
+  /** What the projector (LoadOptions.mmprojPath) takes; both false without one. */
+  vision: boolean;
+  audio: boolean;
+  /** With a projector: its path and size. */
+  mmprojPath?: string;
+  mmprojBytes?: number;
   /** The session's resolved settings. */
   ctx: number;
   threads: number;
@@ -59,9 +71,19 @@ export interface ModelInfo {
   warmupMs: number;
 }
 
+/** An image or audio clip for a prompt: a file path, or the encoded file's bytes (a Uint8Array,
+ * e.g. the photo picker's; an ArrayBuffer is taken as one). Images: JPEG, PNG, BMP, GIF; audio:
+ * WAV, MP3, FLAC. */
+export type MediaInput = string | Uint8Array | ArrayBuffer;
+
 export interface GenerateOptions {
   /** New tokens at most. Default 256. */
   maxTokens?: number;
+  /** Images for the prompt (the model needs LoadOptions.mmprojPath): placed at each
+   * "<__media__>" in the prompt, in order, or all before its text when it has none. */
+  images?: MediaInput[];
+  /** Audio clips, after the images in the markers' order (a projector with an audio encoder). */
+  audio?: MediaInput[];
   /** 0 = greedy. Default 0.8. */
   temperature?: number;
   topK?: number;
@@ -168,6 +190,13 @@ export interface GenerationStats {
   minThreads: number;
   /** Milliseconds parked by pause() or thermal level 6 (EMERGENCY). */
   pausedMs: number;
+  /** Media: items, the context positions they took (part of nPrompt/nCached), ms to read and
+   * decode them, ms the projector encoded, and chunks taken from the encoded-media cache. */
+  nMedia: number;
+  nMediaTokens: number;
+  mediaDecodeMs: number;
+  mediaEncodeMs: number;
+  mediaChunksCached: number;
   /** The model was unloaded by setMemoryLevel(2) and loaded again for this request. */
   reloaded: boolean;
 }

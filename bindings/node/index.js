@@ -79,7 +79,8 @@ function emptyStats(queuedMs) {
     nPrompt: 0, nCached: 0, turnsDropped: 0, tokensDropped: 0, prefillMs: 0, prefillTps: 0,
     ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
     peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, grammarMs: 0,
-    grammarResamples: 0, batches: 0,
+    grammarResamples: 0, batches: 0, nMedia: 0, nMediaTokens: 0, mediaDecodeMs: 0,
+    mediaEncodeMs: 0, mediaChunksCached: 0,
     deliveryP50Us: 0, deliveryP99Us: 0, queuedMs, threadChanges: 0, minThreads: 0, pausedMs: 0,
     reloaded: false,
   };
@@ -103,7 +104,16 @@ function nativeGenerateOptions(o) {
   if (o.parallelToolCalls !== undefined) out.parallelToolCalls = o.parallelToolCalls;
   if (o.reasoning !== undefined) out.reasoning = o.reasoning;
   if (Array.isArray(o.history)) out.history = o.history.map(nativeMessage);
+  if (o.images !== undefined) out.images = nativeMedia(o.images, 'images');
+  if (o.audio !== undefined) out.audio = nativeMedia(o.audio, 'audio');
   return out;
+}
+
+// Media as file paths or bytes: a Uint8Array as it is, an ArrayBuffer viewed as one (HarmonyOS
+// has no Buffer; a Node Buffer is a Uint8Array already).
+function nativeMedia(list, what) {
+  if (!Array.isArray(list)) throw new TypeError(`${what} must be an array of paths or Uint8Arrays`);
+  return list.map((m) => (m instanceof ArrayBuffer ? new Uint8Array(m) : m));
 }
 
 // Tools as {name, description, parameters} or OpenAI's {type: 'function', function: {...}};
@@ -182,6 +192,7 @@ class Model {
       info = await nm.load(modelPath, {
         threads: options.threads, ctx: options.ctx, batch: options.batch,
         loadMode: options.loadMode, warmup: options.warmup,
+        mmprojPath: options.mmprojPath, imageMaxTokens: options.imageMaxTokens,
       }, onProgress ? (p) => { try { onProgress(p); } catch { /* the caller's problem */ } }
                     : undefined);
     } catch (err) {

@@ -40,6 +40,17 @@ struct LoadOptions {
   // Read the tokenizer only (also works on llama.cpp's tensor-less models/ggml-vocab-*.gguf).
   // Only Tokenize()/TokenBytes() are meaningful on such a model. Default false.
   bool vocab_only = false;
+  // A projector (an "mmproj" GGUF: the vision or audio encoder made for this text model) for
+  // images and audio in prompts (GenerateOptions::media), through llama.cpp's mtmd. Checked
+  // like any GGUF; one made for another text model (another embedding width) is an error
+  // naming both. Default "": text only.
+  std::string mmproj_path;
+  // At most this many tokens per image: the projector resizes and tiles images to fit (SmolVLM:
+  // 64 per 512-pixel tile; its own limit is 17 tiles, 1088 tokens). Fewer tokens encode faster
+  // and use less context. -1 (default): the projector's own limit.
+  int32_t image_max_tokens = -1;
+  // Threads of the projector's encoder. -1 (default): the physical cores.
+  int32_t mmproj_threads = -1;
 };
 
 // What a model is, read from its GGUF metadata and llama.cpp after load.
@@ -63,6 +74,12 @@ struct ModelInfo {
   LoadMode load_mode = LoadMode::kAuto;  // the mode actually used (never kAuto)
   bool metadata_only = false;
   double load_ms = 0;
+  // With a projector (LoadOptions::mmproj_path): its file, size, and what it takes.
+  std::string mmproj_path;
+  uint64_t mmproj_bytes = 0;
+  bool vision = false;
+  bool audio = false;
+  double mmproj_load_ms = 0;
 };
 
 class Session;

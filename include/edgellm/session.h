@@ -107,6 +107,16 @@ enum class JsonState {
 };
 const char* json_state_name(JsonState state);
 
+// An image or an audio clip for a prompt (GenerateOptions::media): a file, or its encoded
+// bytes (when `bytes` is not empty). Images: JPEG, PNG, BMP, GIF; audio: WAV, MP3, FLAC, as
+// llama.cpp's mtmd decodes them.
+struct Media {
+  std::string path;
+  std::vector<uint8_t> bytes;
+};
+// The text that places a media item in a prompt: "<__media__>".
+const char* media_marker();
+
 // Per-call options. Lifetime: one Generate() call.
 struct GenerateOptions {
   int32_t max_tokens = 256;      // new tokens at most. Default 256; must be >= 1
@@ -170,6 +180,12 @@ struct GenerateOptions {
   // history every turn pays only for the new turn. The output is the same as from an empty
   // cache. Default false (every call starts from an empty cache). Conversations always reuse.
   bool reuse_prefix = false;
+  // Images and audio for the prompt (the model must be loaded with a projector): one per
+  // media_marker() in the prompt, in order; a prompt without markers gets them all before its
+  // text (with chat: at the start of the user's turn). Each item is decoded, tiled and encoded
+  // by the projector, then decoded into the context in place of its marker; Stats say how
+  // long each part took and how many tokens the media took. Default none.
+  std::vector<Media> media;
   // Called after each prefill chunk with (tokens done, tokens total). Return false to cancel.
   std::function<bool(int32_t done, int32_t total)> on_prefill;
   // Thermal throttling, yield and pause/resume, applied between decode steps. Not owned; must
@@ -212,6 +228,15 @@ struct Stats {
   // set: the expensive path).
   double grammar_ms = 0;
   int32_t grammar_resamples = 0;
+  // Media (GenerateOptions::media): items, the context positions their embeddings took
+  // (also counted in n_prompt / n_cached), the time to read and decode the files into pixels
+  // or samples, and the projector's encoding time; chunks taken from the encoded-media cache
+  // instead of encoding them again.
+  int32_t n_media = 0;
+  int32_t n_media_tokens = 0;
+  double media_decode_ms = 0;
+  double media_encode_ms = 0;
+  int32_t media_chunks_cached = 0;
 };
 
 struct Generation {

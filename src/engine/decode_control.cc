@@ -36,7 +36,22 @@ void DecodeControl::Govern() {
 Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
                                            const char* phase) {
   // llama_batch_get_one only reads the tokens.
-  const int32_t rc = llama_decode(ctx_, llama_batch_get_one(const_cast<llama_token*>(tokens), n));
+  return Finish(llama_decode(ctx_, llama_batch_get_one(const_cast<llama_token*>(tokens), n)),
+                tokens, n, phase);
+}
+
+Result<FinishReason> DecodeControl::DecodeEmbd(const float* embd, const llama_token* placeholders,
+                                               int32_t n, int32_t n_embd, const char* phase) {
+  (void)n_embd;  // the context knows its width; the caller sized `embd` by it
+  // Positions and the sequence follow the cache, as for tokens; only the last row's logits.
+  llama_batch b{};
+  b.n_tokens = n;
+  b.embd = const_cast<float*>(embd);  // read only
+  return Finish(llama_decode(ctx_, b), placeholders, n, phase);
+}
+
+Result<FinishReason> DecodeControl::Finish(int32_t rc, const llama_token* tokens, int32_t n,
+                                           const char* phase) {
   if (rc == 0) {
     cached_->insert(cached_->end(), tokens, tokens + n);
     return FinishReason::kNone;

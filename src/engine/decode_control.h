@@ -29,12 +29,19 @@ class DecodeControl {
   // room (then nothing of the call stays cached); another failure is kInternal with
   // llama.cpp's message, naming `phase` ("prefill", "decode").
   Result<FinishReason> Decode(const llama_token* tokens, int32_t n, const char* phase);
+  // Decodes `n` embeddings (n x n_embd floats: a media chunk's) after what the cache holds,
+  // recorded as cached under `placeholders` (media.h). Results as Decode.
+  Result<FinishReason> DecodeEmbd(const float* embd, const llama_token* placeholders, int32_t n,
+                                  int32_t n_embd, const char* phase);
   int32_t n_cached() const { return static_cast<int32_t>(cached_->size()); }
 
   PowerGovernor* governor() const { return governor_; }
   llama_context* context() const { return ctx_; }
 
  private:
+  // Records a decode's tokens as cached (rc 0) or maps its failure.
+  Result<FinishReason> Finish(int32_t rc, const llama_token* tokens, int32_t n, const char* phase);
+
   llama_context* ctx_;
   int32_t n_threads_;
   int32_t cur_threads_;

@@ -11,6 +11,7 @@
 #include "engine/decode_control.h"
 #include "engine/reply_stream.h"
 #include "engine/llama_glue.h"
+#include "engine/media.h"
 #include "engine/sampler.h"
 #include "engine/session_impl.h"
 #include "engine/streamer.h"
@@ -68,6 +69,7 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   cancel.store(false);
   const bool after_tool = prompt.empty() && o.chat && !o.history.empty() &&
                           o.history.back().role == "tool";
+  if (!o.media.empty()) return GenerateWithMedia(prompt, o, sink, t_start);
   if (prompt.empty() && !after_tool) {
     return Status::InvalidArgument("prompt is empty: pass the text to continue or answer");
   }
@@ -89,6 +91,46 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   return Run(std::move(tokens).value(), o, sink, {}, t_start);
 }
 
+Result<Generation> Session::Impl::GenerateWithMedia(std::string_view prompt,
+                                                     const GenerateOptions& o, const TextSink& sink,
+                                                     Clock::time_point t_start) {
+  if (!model->media) {
+    return Status::FailedPrecondition(
+        "this model was loaded without a projector: load it with its mmproj file "
+        "(LoadOptions::mmproj_path, --mmproj) to give it images or audio");
+  }
+  if (!o.tools.empty()) {
+    return Status::InvalidArgument("tools and media in one request are not supported yet");
+  }
+  const std::string marker = media_marker();
+  std::string user(prompt);
+  size_t markers = 0;
+  for (size_t at = user.find(marker); at != std::string::npos; at = user.find(marker, at + 1)) {
+    ++markers;
+  }
+  if (markers == 0) {
+    std::string head;
+    for (size_t i = 0; i < o.media.size(); ++i) head += marker;
+    user = head + user;
+  } else if (markers != o.media.size()) {
+    return Status::InvalidArgument(
+        "the prompt has " + std::to_string(markers) + " media markers (" + marker + ") for " +
+        std::to_string(o.media.size()) + " media items: put one marker per item, or none (then "
+        "they all go before the text)");
+  }
+  std::string text = user;
+  if (o.chat) {
+    Result<std::string> formatted = format_chat(model, user, o.system_prompt, o.history);
+    if (!formatted.ok()) return formatted.status();
+    text = std::move(formatted).value();
+  }
+  engine::MediaPrompt mp;
+  Result<std::vector<llama_token>> toks =
+      engine::media_prompt_tokens(*model->media, text, o.media, /*add_special=*/true, &mp);
+  if (!toks.ok()) return toks.status();
+  return Run(std::move(toks).value(), o, sink, {}, t_start, nullptr, &mp);
+}
+
 int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
   size_t keep = 0;
   const size_t limit = std::min(cached.size(), tokens.size() - 1);
@@ -107,7 +149,8 @@ int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
 Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const GenerateOptions& o,
                                       const TextSink& sink, const MakeRoom& make_room,
                                       Clock::time_point t_start,
-                                      const engine::ChatRender* render) {
+                                      const engine::ChatRender* render,
+                                      const engine::MediaPrompt* media) {
   cancel.store(false);
   EDGELLM_RETURN_IF_ERROR(engine::validate_sampling(o));
   if (toks.empty()) return Status::InvalidArgument("prompt produced no tokens");
@@ -118,6 +161,18 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   st.n_threads = options.n_threads;
   st.n_ctx = options.n_ctx;
   st.n_batch = options.n_batch;
+  if (media) {
+    st.n_media = media->n_media;
+    st.n_media_tokens = media->n_media_tokens;
+    st.media_decode_ms = media->decode_ms;
+    if (static_cast<int32_t>(toks.size()) >= options.n_ctx) {  // never cut through media
+      return Status::InvalidArgument(
+          "the prompt with its media is " + std::to_string(toks.size()) + " tokens (" +
+          std::to_string(media->n_media_tokens) + " of them media) but the context holds " +
+          std::to_string(options.n_ctx) + ": use a larger context, fewer or smaller images, "
+          "or a lower image_max_tokens");
+    }
+  }
   EDGELLM_RETURN_IF_ERROR(FitPrompt(&toks, o, &st));
   engine::TokenSampler sampler(o, model->info.n_vocab);
   EDGELLM_RETURN_IF_ERROR(engine::apply_constraint(model, o, &sampler, &st));
@@ -138,7 +193,14 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached);
 
   const auto t_prefill = Clock::now();
-  engine::TextPrefiller prefiller(control, options.n_batch);
+  engine::MediaEval media_eval;
+  if (media) {
+    media_eval = [&](const llama_token* t, int32_t avail, int32_t* n) {
+      return engine::eval_media(*model->media, *media, llama_model_n_embd_inp(model->model), t,
+                                avail, options.n_batch, control, &st, n);
+    };
+  }
+  engine::TextPrefiller prefiller(control, options.n_batch, media_eval);
   Result<FinishReason> reason =
       prefiller.Prefill(toks.data() + st.n_cached, static_cast<int32_t>(toks.size()) - st.n_cached,
                         o.on_prefill, &st.n_prompt);

@@ -129,6 +129,7 @@ const char* load_mode_name(LoadMode mode) {
 
 Model::Impl::~Impl() {
   alive.reset();
+  media.reset();  // the projector's context refers to the text model
   if (model) llama_model_free(model);
 }
 
@@ -198,6 +199,41 @@ Model::~Model() = default;
 
 const ModelInfo& Model::info() const { return impl_->info; }
 
+namespace {
+
+// The projector of LoadOptions::mmproj_path, checked (precheck_gguf, check_projector) before
+// llama.cpp's mtmd loads it over the text model.
+Status load_projector_into(Model::Impl& impl, const LoadOptions& options) {
+  const std::string& mm = options.mmproj_path;
+  if (impl.info.metadata_only) {
+    return Status::InvalidArgument("a projector needs the model's weights: not with a "
+                                   "metadata-only or vocabulary-only load");
+  }
+  if (options.image_max_tokens == 0 || options.image_max_tokens < -1) {
+    return Status::InvalidArgument("image_max_tokens is " + std::to_string(options.image_max_tokens) +
+                                   ": use -1 (the projector's own limit) or a positive count");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t bytes = 0;
+  EDGELLM_RETURN_IF_ERROR(precheck_gguf(mm, &bytes));
+  EDGELLM_RETURN_IF_ERROR(check_projector(mm, impl.info.n_embd));
+  auto ps = std::make_unique<engine::ProjectorState>();
+  const int32_t threads = options.mmproj_threads > 0 ? options.mmproj_threads : physical_cores();
+  Result<engine::ProjectorPtr> p =
+      engine::load_projector(mm, impl.model, threads, options.image_max_tokens, &ps->info);
+  if (!p.ok()) return p.status();
+  ps->projector = std::move(p).value();
+  impl.info.mmproj_path = mm;
+  impl.info.mmproj_bytes = bytes;
+  impl.info.vision = ps->info.vision;
+  impl.info.audio = ps->info.audio;
+  impl.info.mmproj_load_ms = ms_since(t0);
+  impl.media = std::move(ps);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t file_bytes = 0;
@@ -253,6 +289,9 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
   impl->info.load_mode = mode;
   impl->info.metadata_only = options.metadata_only || options.vocab_only;
   fill_info(impl->model, impl->vocab, options.vocab_only, &impl->info);
+  if (!options.mmproj_path.empty()) {
+    EDGELLM_RETURN_IF_ERROR(load_projector_into(*impl, options));
+  }
   impl->info.load_ms = ms_since(t0);
   if (detail::log_wanted(LogLevel::kInfo)) {
     char line[256];

@@ -10,6 +10,7 @@
 
 #include "edgellm/model.h"
 #include "engine/llama_glue.h"
+#include "engine/media.h"
 #include "llama.h"
 
 namespace edgellm {
@@ -18,6 +19,9 @@ struct Model::Impl {
   llama_model* model = nullptr;
   const llama_vocab* vocab = nullptr;
   ModelInfo info;
+  // With LoadOptions::mmproj_path: the projector, its encode lock and its cache of encoded
+  // media chunks.
+  std::unique_ptr<engine::ProjectorState> media;
   // Expires when the model is freed: a LoraAdapter that outlives its Model (whose llama_model
   // freed the adapter's weights with it) must not free them again.
   std::shared_ptr<int> alive = std::make_shared<int>(0);
@@ -51,6 +55,10 @@ struct Model::Impl {
 // Checks a file before llama.cpp sees it: exists, regular, non-empty, GGUF magic and
 // version, a parseable header, and tensor data that lies inside the file.
 Status precheck_gguf(const std::string& path, uint64_t* file_bytes);
+// Checks a projector (mmproj) after precheck_gguf, for what would abort llama.cpp's clip.cpp:
+// its keys' types, and its tensors' shapes for a text model `text_n_embd` wide
+// (projector_check.cc).
+Status check_projector(const std::string& path, int32_t text_n_embd);
 
 Result<std::vector<int32_t>> tokenize(const llama_vocab* vocab, std::string_view text,
                                       bool add_special, bool parse_special);

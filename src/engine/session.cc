@@ -7,6 +7,7 @@
 #include "core/sys.h"
 #include "edgellm/platform.h"
 #include "engine/llama_glue.h"
+#include "engine/llama_glue_mtmd.h"
 #include "engine/session_impl.h"
 
 namespace edgellm {
@@ -48,6 +49,8 @@ Status resolve_options(const ModelInfo& info, SessionOptions* o) {
 }
 
 }  // namespace
+
+const char* media_marker() { return engine::media_marker_text(); }
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {

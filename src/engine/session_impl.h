@@ -19,6 +19,7 @@ namespace edgellm {
 namespace engine {
 class DecodeControl;
 struct ChatRender;
+struct MediaPrompt;
 }
 
 // Whoever's tokens a session's KV cache holds (a conversation). Told before another user
@@ -74,9 +75,14 @@ struct Session::Impl {
   // the rest is decoded; without it the cache starts empty. `make_room` may be empty.
   // `render` (may be null): a chat turn with tools or reasoning (its grammar, stop strings and
   // the parser that splits the reply).
+  // `media` (may be null): the prompt's media chunks, whose placeholders `tokens` holds.
   Result<Generation> Run(std::vector<llama_token> tokens, const GenerateOptions& o,
                          const TextSink& sink, const MakeRoom& make_room, Clock::time_point t0,
-                         const engine::ChatRender* render = nullptr);
+                         const engine::ChatRender* render = nullptr,
+                         const engine::MediaPrompt* media = nullptr);
+  // Generate with GenerateOptions::media: markers placed, the prompt tokenized with its media.
+  Result<Generation> GenerateWithMedia(std::string_view prompt, const GenerateOptions& o,
+                                       const TextSink& sink, Clock::time_point t0);
   // Decodes `tokens` into the cache after the longest cached prefix (no reply): a system
   // prompt prepared ahead of the first question. Stats: n_cached, n_prompt, prefill_ms.
   Result<Stats> Prefill(const std::vector<llama_token>& tokens);

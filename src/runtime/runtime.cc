@@ -82,6 +82,10 @@ struct Runtime::Impl {
   Result<Generation> RunCloud(std::string_view prompt, const GenerateOptions& o,
                               const TextSink& sink) {
     if (cancel.load()) return Generation{"", FinishReason::kCancelled, {}};
+    if (!o.media.empty()) {  // the cloud client sends text: it would drop them silently
+      return Status::FailedPrecondition("images and audio go to the on-device model only: the "
+                                        "cloud fallback does not take media yet");
+    }
     return cloud->Generate(prompt, o, sink);
   }
 };

@@ -22,6 +22,7 @@ struct RunArgs {
   std::string sysfs_root;
   std::vector<std::string> lora;
   std::vector<float> lora_scale;
+  MediaArgs media;
   // Routing.
   std::string fallback, cloud_model, ram, device_root, whitelist;
   bool private_data = false, offline = false;
@@ -51,7 +52,12 @@ nlohmann::json result_json(const edgellm::Generation& g) {
           {"min_threads", s.min_threads},
           {"paused_ms", s.paused_ms},
           {"grammar_ms", s.grammar_ms},
-          {"grammar_resamples", s.grammar_resamples}};
+          {"grammar_resamples", s.grammar_resamples},
+          {"n_media", s.n_media},
+          {"n_media_tokens", s.n_media_tokens},
+          {"media_decode_ms", s.media_decode_ms},
+          {"media_encode_ms", s.media_encode_ms},
+          {"media_chunks_cached", s.media_chunks_cached}};
 }
 
 int run(RunArgs& a) {
@@ -76,6 +82,7 @@ int run(RunArgs& a) {
       return true;
     };
   }
+  if (auto st = apply_media(a.media, &ro.load, &a.go); !st.ok()) return fail(st);
   a.so.warmup = !a.no_warmup;
   ro.session = a.so;
   ro.cloud.base_url = a.fallback;
@@ -275,6 +282,7 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--device-root", a.device_root,
                   "read the device profile under DIR (a device fixture tree)");
   cmd->add_option("--whitelist", a.whitelist, "platform whitelist JSON (default: built-in)");
+  add_media_options(cmd, &a.media);
   cmd->add_option("--lora", a.lora, "Apply this GGUF LoRA adapter (repeatable)");
   cmd->add_option("--lora-scale", a.lora_scale, "Scale of each --lora, in order (default 1)");
   add_constraint_options(cmd, &a.constraint);

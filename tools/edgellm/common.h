@@ -83,4 +83,15 @@ void add_json_result(const edgellm::Generation& g, nlohmann::json* out);
 // Warns on stderr when a schema's output did not complete.
 void warn_json_state(const edgellm::Generation& g);
 
+// --mmproj FILE, --image FILE / --audio FILE (repeatable), --image-max-tokens N (run, chat):
+// the projector into the load options, the media into the generation (media_args.cc).
+struct MediaArgs {
+  std::string mmproj;
+  std::vector<std::string> images, audio;
+  int32_t image_max_tokens = -1;
+};
+void add_media_options(CLI::App* cmd, MediaArgs* m);
+edgellm::Status apply_media(const MediaArgs& m, edgellm::LoadOptions* load,
+                            edgellm::GenerateOptions* go);
+
 }  // namespace cli

@@ -171,10 +171,37 @@ declare module '@kit.CoreFileKit' {
       readonly size: number;
       isFile(): boolean;
     }
+    interface File {
+      readonly fd: number;
+    }
+    enum OpenMode { READ_ONLY = 0 }
     function accessSync(path: string): boolean;
     function mkdirSync(path: string): void;
     function listFileSync(path: string): string[];
-    function statSync(path: string): Stat;
+    function statSync(file: string | number): Stat;
+    /** A path or a URI (a picked photo's file://media/... URI). */
+    function openSync(path: string, mode?: number): File;
+    function readSync(fd: number, buffer: ArrayBuffer): number;
+    function closeSync(file: File | number): void;
+  }
+}
+
+// The system photo picker (no permission needed: the user picks). Shaped after the public
+// documentation of photoAccessHelper.PhotoViewPicker (API 10+).
+declare module '@kit.MediaLibraryKit' {
+  namespace photoAccessHelper {
+    enum PhotoViewMIMETypes { IMAGE_TYPE = 'image/*' }
+    class PhotoSelectOptions {
+      MIMEType?: PhotoViewMIMETypes;
+      maxSelectNumber?: number;
+    }
+    class PhotoSelectResult {
+      photoUris: Array<string>;
+      isOriginalPhoto: boolean;
+    }
+    class PhotoViewPicker {
+      select(option?: PhotoSelectOptions): Promise<PhotoSelectResult>;
+    }
   }
 }
 

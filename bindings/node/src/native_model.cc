@@ -17,6 +17,7 @@
 #include "native_conversation.h"
 #include "native_lora.h"
 #include "signals.h"
+#include "media_js.h"
 #include "napi_util.h"
 #include "worker.h"
 
@@ -89,6 +90,7 @@ napi_value info_object(napi_env env, const Loaded& l) {
   set(env, o, "hasChatTemplate", mi.has_chat_template);
   set(env, o, "loadMode", load_mode_name(mi.load_mode));
   set(env, o, "loadMs", mi.load_ms);
+  set_media_info(env, o, mi);
   set(env, o, "ctx", static_cast<double>(l.ctx));
   set(env, o, "threads", static_cast<double>(l.threads));
   set(env, o, "batch", static_cast<double>(l.batch));
@@ -96,7 +98,8 @@ napi_value info_object(napi_env env, const Loaded& l) {
   return o;
 }
 
-// load(path, {threads, ctx, batch, loadMode, warmup}, onProgress?) -> Promise<info>
+// load(path, {threads, ctx, batch, loadMode, warmup, mmprojPath, imageMaxTokens}, onProgress?)
+//   -> Promise<info>
 napi_value Load(napi_env env, napi_callback_info cbinfo) {
   size_t argc = 3;
   napi_value argv[3] = {};
@@ -109,7 +112,9 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
   if (!opt_int(env, argv[1], "threads", &so.n_threads) ||
       !opt_int(env, argv[1], "ctx", &so.n_ctx) || !opt_int(env, argv[1], "batch", &so.n_batch) ||
       !opt_bool(env, argv[1], "warmup", &so.warmup) ||
-      !opt_string(env, argv[1], "loadMode", &mode)) {
+      !opt_string(env, argv[1], "loadMode", &mode) ||
+      !opt_string(env, argv[1], "mmprojPath", &lo.mmproj_path) ||
+      !opt_int(env, argv[1], "imageMaxTokens", &lo.image_max_tokens)) {
     return nullptr;
   }
   if (!read_load_mode(env, mode, &lo.mode)) return nullptr;
@@ -281,7 +286,8 @@ bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
       !opt_string(env, o, "grammar", &go->grammar) ||
       !opt_string(env, o, "jsonSchema", &go->json_schema) ||
       !opt_string(env, o, "toolChoice", &go->tool_choice) ||
-      !opt_bool(env, o, "parallelToolCalls", &go->parallel_tool_calls)) {
+      !opt_bool(env, o, "parallelToolCalls", &go->parallel_tool_calls) ||
+      !read_media(env, o, &go->media)) {
     return false;
   }
   // tools: [{name, description, parameters (JSON text)}] (index.js normalizes OpenAI's shape).
@@ -392,6 +398,7 @@ napi_value result_object(napi_env env, const Generation& g, double queued_ms,
   set(env, st, "threadChanges", static_cast<double>(s.thread_changes));
   set(env, st, "minThreads", static_cast<double>(s.min_threads));
   set(env, st, "pausedMs", s.paused_ms);
+  set_media_stats(env, st, s);
   set(env, o, "stats", st);
   return o;
 }

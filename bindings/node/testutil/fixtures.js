@@ -33,9 +33,21 @@ function modelWithTemplate(template, seed = 1) {
   return file;
 }
 
+// A multimodal preset's text model and its projector (smolvlm-256m): { model, mmproj }.
+function multimodal(preset = 'smolvlm-256m', type = 'Q8_0') {
+  const file = path.join(dir, `${preset}-${type}.gguf`);
+  const mmproj = path.join(dir, `${preset}-mmproj-F16.gguf`);
+  if (!fs.existsSync(file) || !fs.existsSync(mmproj)) {  // the projector is written first
+    fs.mkdirSync(dir, { recursive: true });
+    execFileSync(cli, ['synth', '--preset', preset, '--type', type, '-o', file,
+                       '--mmproj', mmproj], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return { model: file, mmproj };
+}
+
 function scratch(name) {
   const d = fs.mkdtempSync(path.join(dir, `${name}-`));
   return d;
 }
 
-module.exports = { repo, cli, model, modelWithTemplate, scratch };
+module.exports = { repo, cli, model, modelWithTemplate, multimodal, scratch };

@@ -1,0 +1,171 @@
+// Every call into llama.cpp's tools/mtmd (llama_glue_mtmd.h).
+#include "engine/llama_glue_mtmd.h"
+
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <mutex>
+
+#include "engine/llama_glue.h"
+#include "mtmd-helper.h"
+#include "mtmd.h"
+#include "stb/stb_image.h"
+
+namespace edgellm::engine {
+
+struct Projector {
+  mtmd_context* ctx = nullptr;
+};
+void ProjectorFree::operator()(Projector* p) const {
+  if (p && p->ctx) mtmd_free(p->ctx);
+  delete p;
+}
+
+struct Bitmap {
+  mtmd_bitmap* bitmap = nullptr;
+};
+void BitmapFree::operator()(Bitmap* b) const {
+  if (b && b->bitmap) mtmd_bitmap_free(b->bitmap);
+  delete b;
+}
+
+const char* media_marker_text() { return mtmd_default_marker(); }
+
+Result<ProjectorPtr> load_projector(const std::string& mmproj, const llama_model* text_model,
+                                    int32_t n_threads, int32_t image_max_tokens,
+                                    ProjectorInfo* info) {
+  // mtmd and clip log through the same sink as libllama (their errors come back as Status).
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ggml_log_callback cb = nullptr;
+    void* ud = nullptr;
+    llama_log_get(&cb, &ud);
+    mtmd_helper_log_set(cb, ud);
+  });
+  mtmd_context_params mp = mtmd_context_params_default();
+  mp.use_gpu = false;
+  mp.print_timings = false;
+  mp.n_threads = n_threads;
+  mp.warmup = false;  // a warm-up reserves a buffer for the largest image: the first use does
+  if (image_max_tokens > 0) mp.image_max_tokens = image_max_tokens;
+  take_llama_errors();
+  mtmd_context* ctx = nullptr;
+  try {
+    ctx = mtmd_init_from_file(mmproj.c_str(), text_model, mp);
+  } catch (const std::exception& e) {
+    return Status::CorruptData("llama.cpp threw while loading the projector " + mmproj + ": " +
+                               e.what());
+  }
+  if (!ctx) {
+    const std::string why = take_llama_errors();
+    return Status::CorruptData("llama.cpp could not load the projector " + mmproj +
+                               (why.empty() ? std::string() : ": " + why));
+  }
+  ProjectorPtr p(new Projector{ctx});
+  info->vision = mtmd_support_vision(ctx);
+  info->audio = mtmd_support_audio(ctx);
+  info->audio_sample_rate = mtmd_get_audio_sample_rate(ctx);
+  info->mrope = mtmd_decode_use_mrope(ctx);
+  return p;
+}
+
+Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, const std::string& id,
+                               int64_t max_pixels, bool* is_audio) {
+  // The image's size from its header, before stb allocates the pixels.
+  int px_w = 0, px_h = 0, comp = 0;
+  if (n <= static_cast<size_t>(INT32_MAX) &&
+      stbi_info_from_memory(data, static_cast<int>(n), &px_w, &px_h, &comp) != 0 &&
+      static_cast<int64_t>(px_w) * px_h > max_pixels) {
+    return Status::InvalidArgument("the image is " + std::to_string(px_w) + " x " +
+                                   std::to_string(px_h) + " pixels, more than the limit of " +
+                                   std::to_string(max_pixels / 1000000) +
+                                   " megapixels: scale it down first");
+  }
+  take_llama_errors();
+  mtmd_helper_bitmap_wrapper w{};
+  try {
+    w = mtmd_helper_bitmap_init_from_buf(p->ctx, data, n, /*placeholder=*/false,
+                                         mtmd_helper_init_opt_default());
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the media could not be decoded: ") + e.what());
+  }
+  if (!w.bitmap) {
+    const std::string why = take_llama_errors();
+    return Status::InvalidArgument("the media is neither an image llama.cpp decodes (JPEG, PNG, "
+                                   "BMP, GIF) nor audio (WAV, MP3, FLAC)" +
+                                   (why.empty() ? std::string() : ": " + why));
+  }
+  mtmd_bitmap_set_id(w.bitmap, id.c_str());
+  *is_audio = mtmd_bitmap_is_audio(w.bitmap);
+  return BitmapPtr(new Bitmap{w.bitmap});
+}
+
+Result<PromptChunks> tokenize_with_media(Projector* p, const std::string& text,
+                                         const std::vector<Bitmap*>& bitmaps, bool add_special) {
+  std::shared_ptr<mtmd_input_chunks> chunks(mtmd_input_chunks_init(), mtmd_input_chunks_free);
+  mtmd_input_text in{text.c_str(), text.size(), add_special, /*parse_special=*/true};
+  std::vector<const mtmd_bitmap*> bms;
+  for (Bitmap* b : bitmaps) bms.push_back(b->bitmap);
+  take_llama_errors();
+  int32_t rc = 0;
+  try {
+    rc = mtmd_tokenize(p->ctx, chunks.get(), &in, bms.data(), bms.size());
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the prompt with media could not be tokenized: ") +
+                                   e.what());
+  }
+  if (rc == 1) {
+    return Status::InvalidArgument("the prompt has a different number of media markers than media");
+  }
+  if (rc != 0) {
+    const std::string why = take_llama_errors();
+    return Status::InvalidArgument("the media could not be prepared for the projector" +
+                                   (why.empty() ? std::string() : ": " + why));
+  }
+  PromptChunks out;
+  for (size_t i = 0; i < mtmd_input_chunks_size(chunks.get()); ++i) {
+    const mtmd_input_chunk* c = mtmd_input_chunks_get(chunks.get(), i);
+    PromptChunk pc;
+    const auto type = mtmd_input_chunk_get_type(c);
+    if (type == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+      size_t n = 0;
+      const llama_token* t = mtmd_input_chunk_get_tokens_text(c, &n);
+      pc.tokens.assign(t, t + n);
+      pc.n_tokens = static_cast<int32_t>(n);
+      pc.n_pos = pc.n_tokens;
+    } else {
+      pc.media = true;
+      pc.audio = type == MTMD_INPUT_CHUNK_TYPE_AUDIO;
+      pc.n_tokens = static_cast<int32_t>(mtmd_input_chunk_get_n_tokens(c));
+      pc.n_pos = static_cast<int32_t>(mtmd_input_chunk_get_n_pos(c));
+      const char* id = mtmd_input_chunk_get_id(c);
+      pc.id = id ? id : "";
+      pc.non_causal = mtmd_decode_use_non_causal(p->ctx, c);
+      pc.handle = c;
+    }
+    out.chunks.push_back(std::move(pc));
+  }
+  out.owner = std::move(chunks);
+  return out;
+}
+
+Status encode_media_chunk(Projector* p, const void* handle, int32_t n_embd,
+                          std::vector<float>* out) {
+  const auto* c = static_cast<const mtmd_input_chunk*>(handle);
+  take_llama_errors();
+  int32_t rc = 0;
+  try {
+    rc = mtmd_encode_chunk(p->ctx, c);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("the projector failed to encode the media: ") + e.what());
+  }
+  if (rc != 0) {
+    return Status::Internal("the projector failed to encode the media: " + take_llama_errors());
+  }
+  const size_t n = static_cast<size_t>(mtmd_input_chunk_get_n_tokens(c)) * static_cast<size_t>(n_embd);
+  const float* e = mtmd_get_output_embd(p->ctx);
+  out->assign(e, e + n);
+  return Status::Ok();
+}
+
+}  // namespace edgellm::engine

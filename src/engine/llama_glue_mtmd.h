@@ -1,0 +1,81 @@
+// The llama.cpp glue for images and audio in the prompt: every call into tools/mtmd (the
+// projector, media decoding, tokenizing a prompt with media, encoding). Like llama_glue.h it
+// keeps mtmd's types out of the rest of edgellm: a llama.cpp upgrade touches
+// llama_glue_mtmd.cc only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgellm/status.h"
+#include "llama.h"
+
+namespace edgellm::engine {
+
+// A loaded projector (an mtmd context over the text model).
+struct Projector;
+struct ProjectorFree {
+  void operator()(Projector* p) const;
+};
+using ProjectorPtr = std::unique_ptr<Projector, ProjectorFree>;
+
+struct ProjectorInfo {
+  bool vision = false;
+  bool audio = false;
+  int32_t audio_sample_rate = -1;
+  // Positions follow M-RoPE (Qwen2-VL): a media chunk's positions differ from its tokens.
+  bool mrope = false;
+};
+
+// Loads `mmproj` for `text_model`. n_threads: the encoder's threads; image_max_tokens: -1 for
+// the projector's own limit. Errors: kCorruptData with mtmd's reason.
+Result<ProjectorPtr> load_projector(const std::string& mmproj, const llama_model* text_model,
+                                    int32_t n_threads, int32_t image_max_tokens,
+                                    ProjectorInfo* info);
+
+// The marker mtmd replaces with a media item's chunks.
+const char* media_marker_text();
+
+// One decoded media item (an image's pixels or an audio clip's samples).
+struct Bitmap;
+struct BitmapFree {
+  void operator()(Bitmap* b) const;
+};
+using BitmapPtr = std::unique_ptr<Bitmap, BitmapFree>;
+
+// Decodes encoded bytes (JPEG, PNG, BMP, GIF; WAV, MP3, FLAC) with mtmd's helpers. `id`
+// becomes the bitmap's id. kInvalidArgument when the bytes are neither, or when an image's
+// header says it has more than `max_pixels` (checked before decoding).
+Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, const std::string& id,
+                               int64_t max_pixels, bool* is_audio);
+
+// A prompt with media, tokenized: text chunks carry their tokens, media chunks the number of
+// embeddings they add; `handle` is the chunk, for encode_media_chunk (valid while the
+// PromptChunks lives).
+struct PromptChunk {
+  bool media = false;
+  bool audio = false;
+  std::vector<llama_token> tokens;
+  int32_t n_tokens = 0;
+  int32_t n_pos = 0;
+  std::string id;  // media: the bitmap's id
+  bool non_causal = false;  // media: decoded with non-causal attention (Gemma 3)
+  const void* handle = nullptr;
+};
+struct PromptChunks {
+  std::vector<PromptChunk> chunks;
+  std::shared_ptr<void> owner;  // the mtmd chunks the handles point into
+};
+
+// Tokenizes `text` (one marker per bitmap, in order) with `bitmaps`. add_special: the
+// vocabulary's BOS where it wants one; special tokens in the text are parsed.
+Result<PromptChunks> tokenize_with_media(Projector* p, const std::string& text,
+                                         const std::vector<Bitmap*>& bitmaps, bool add_special);
+
+// Encodes one media chunk; `out` gets n_tokens x n_embd floats. Not thread-safe per Projector.
+Status encode_media_chunk(Projector* p, const void* handle, int32_t n_embd,
+                          std::vector<float>* out);
+
+}  // namespace edgellm::engine

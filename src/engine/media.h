@@ -1,0 +1,98 @@
+// Media in a prompt (GenerateOptions::media): each item read and bounded, decoded and tokenized
+// with the model's projector, and put into the prompt's tokens as a run of placeholder tokens
+// per media chunk (an image tile, an audio window). A placeholder is negative (no vocabulary
+// id is) and derived from the chunk's content hash, so the KV-cache prefix reuse that compares
+// tokens compares media by content too: the same image at the same place is not encoded or
+// decoded again. The prefill evaluates a run by encoding the chunk (or taking its embeddings
+// from the model's cache of encoded chunks) and decoding the embeddings into the context.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "edgellm/session.h"
+#include "engine/llama_glue_mtmd.h"
+#include "llama.h"
+
+namespace edgellm::engine {
+
+class DecodeControl;
+
+inline bool is_media_token(llama_token t) { return t <= -2; }
+// The placeholder for position `i` of the chunk whose content hash is `hash`.
+llama_token media_token(uint64_t hash, int32_t i);
+
+// Bounds on one media item, checked before anything is decoded.
+inline constexpr size_t kMaxMediaBytes = size_t{64} << 20;
+inline constexpr int64_t kMaxImagePixels = 40'000'000;
+inline constexpr size_t kMaxMediaItems = 32;
+
+// What an image file's header says (media_bounds.cc): PNG, JPEG, GIF or BMP; its size; and
+// whether the file ends as such a file must (a cut file decodes to grey in stb, not an error).
+struct ImageHeader {
+  const char* format = "";
+  uint32_t width = 0, height = 0;
+  bool complete = false;
+};
+// False when the bytes are none of those formats (or a JPEG without a frame header).
+bool check_image_header(const std::vector<uint8_t>& bytes, ImageHeader* h);
+
+// Encoded chunks by content, least recently used first out, within a byte budget. Thread-safe.
+class MediaCache {
+ public:
+  explicit MediaCache(size_t budget_bytes) : budget_(budget_bytes) {}
+  std::shared_ptr<const std::vector<float>> Find(uint64_t key);
+  void Put(uint64_t key, std::shared_ptr<const std::vector<float>> embd);
+  size_t bytes() const;
+
+ private:
+  using Entry = std::pair<uint64_t, std::shared_ptr<const std::vector<float>>>;
+  mutable std::mutex mu_;
+  size_t budget_, bytes_ = 0;
+  std::list<Entry> lru_;  // front: most recent
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> index_;
+};
+
+// What a model loaded with a projector holds for it (Model::Impl::media).
+struct ProjectorState {
+  ProjectorPtr projector;
+  ProjectorInfo info;
+  std::mutex encode_mu;  // mtmd encodes one chunk at a time per context
+  MediaCache cache{size_t{64} << 20};
+};
+
+// One media chunk of a prompt.
+struct MediaRun {
+  uint64_t hash = 0;
+  int32_t n_tokens = 0;
+  bool audio = false;
+  const void* handle = nullptr;  // the mtmd chunk (owned by MediaPrompt::chunks)
+};
+
+struct MediaPrompt {
+  std::vector<MediaRun> runs;
+  PromptChunks chunks;
+  int32_t n_media = 0;         // items
+  int32_t n_media_tokens = 0;  // placeholders in the prompt
+  double decode_ms = 0;        // reading, decoding and tokenizing them
+};
+
+// The prompt's tokens for `text` (one marker per item, in order) and `media`: text tokens and
+// a run of placeholders per media chunk; `out` gets the runs and the counts.
+Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const std::string& text,
+                                                     const std::vector<Media>& media,
+                                                     bool add_special, MediaPrompt* out);
+
+// Evaluates the placeholders at tokens[0..avail) that belong to one chunk of `prompt` through
+// `control` (encoding it first unless the cache has it): `*n` gets how many it decoded.
+// kNone, or why it stopped (cancel, a full context); an unknown placeholder is kInternal.
+Result<FinishReason> eval_media(ProjectorState& ps, const MediaPrompt& prompt, int32_t n_embd,
+                                const llama_token* tokens, int32_t avail, int32_t n_batch,
+                                DecodeControl& control, Stats* st, int32_t* n);
+
+}  // namespace edgellm::engine
