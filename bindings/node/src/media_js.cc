@@ -28,11 +28,7 @@ bool read_list(napi_env env, napi_value list, const char* what, std::vector<Medi
     bool is_typed = false;
     napi_is_typedarray(env, v, &is_typed);
     if (t == napi_string) {
-      size_t len = 0;
-      napi_get_value_string_utf8(env, v, nullptr, 0, &len);
-      m.path.resize(len + 1);
-      napi_get_value_string_utf8(env, v, m.path.data(), len + 1, &len);
-      m.path.resize(len);
+      if (!get_string(env, v, what, &m.path)) return false;
     } else if (is_typed) {
       napi_typedarray_type type = napi_int8_array;
       size_t length = 0, offset = 0;
