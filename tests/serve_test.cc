@@ -141,7 +141,8 @@ TEST_F(ServeTest, ContentPartsNAndLimits) {
                                      {"image_url", {{"url", "data:image/png;base64,AAAA"}}}}}}}};
   Reply img = Post(s, Request(image));
   EXPECT_EQ(img.status, 400);
-  EXPECT_NE(img.body["error"]["message"].get<std::string>().find("text only"), std::string::npos);
+  EXPECT_NE(img.body["error"]["message"].get<std::string>().find("--mmproj"), std::string::npos)
+      << img.body.dump();
 
   json two = Request(plain);
   two["n"] = 2;

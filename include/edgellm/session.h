@@ -72,6 +72,20 @@ struct ToolSpec {
   std::string parameters = R"({"type":"object","properties":{}})";
 };
 
+// An image or an audio clip for a prompt (GenerateOptions::media): a file, or its encoded
+// bytes (when `bytes` is not empty). Images: JPEG, PNG, BMP, GIF; audio: WAV, MP3, FLAC, as
+// llama.cpp's mtmd decodes them.
+struct Media {
+  std::string path;
+  std::vector<uint8_t> bytes;
+};
+// The text that places a media item in a prompt: "<__media__>".
+const char* media_marker();
+// The bytes of a base64 data: URL ("data:image/jpeg;base64,..." as OpenAI's image_url parts
+// and a browser's FileReader give them) as a Media. kInvalidArgument when it is not a base64
+// data: URL, its base64 is damaged, it is empty, or it decodes to more than `max_bytes`.
+Result<Media> media_from_data_url(std::string_view url, size_t max_bytes = size_t{64} << 20);
+
 struct ChatMessage {
   std::string role;     // "system", "user", "assistant" or "tool"
   std::string content;
@@ -79,6 +93,9 @@ struct ChatMessage {
   std::vector<ToolCall> tool_calls;   // assistant: the calls it made
   std::string tool_call_id;           // tool: the call this message answers
   std::string name;                   // tool: the tool's name
+  // user: images or audio clips of the turn, one per media_marker() in `content`, in order;
+  // content without markers gets them all before its text. Needs a projector.
+  std::vector<Media> media;
 };
 
 // What becomes of a reasoning model's thinking (DeepSeek-R1's <think>...</think>).
@@ -106,16 +123,6 @@ enum class JsonState {
   kInvalid,     // a stop string ended the output before the schema's end: not its JSON
 };
 const char* json_state_name(JsonState state);
-
-// An image or an audio clip for a prompt (GenerateOptions::media): a file, or its encoded
-// bytes (when `bytes` is not empty). Images: JPEG, PNG, BMP, GIF; audio: WAV, MP3, FLAC, as
-// llama.cpp's mtmd decodes them.
-struct Media {
-  std::string path;
-  std::vector<uint8_t> bytes;
-};
-// The text that places a media item in a prompt: "<__media__>".
-const char* media_marker();
 
 // Per-call options. Lifetime: one Generate() call.
 struct GenerateOptions {

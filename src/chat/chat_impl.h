@@ -8,6 +8,7 @@
 #include "chat/kv_file.h"
 #include "edgellm/conversation.h"
 #include "engine/llama_glue.h"
+#include "engine/media.h"
 #include "engine/session_impl.h"
 
 namespace edgellm {
@@ -60,8 +61,10 @@ struct Conversation::Impl : CacheOwner {
   void Own();
 
   // The rendered and tokenized prompt for system + messages[first, last), with the
-  // assistant's turn opened when `open_reply`.
-  Result<std::vector<llama_token>> Tokens(size_t first, size_t last, bool open_reply) const;
+  // assistant's turn opened when `open_reply`. With media in those messages their
+  // placeholders stand in the tokens and `media` (may be null) gets the items.
+  Result<std::vector<llama_token>> Tokens(size_t first, size_t last, bool open_reply,
+                                          engine::MediaPrompt* media = nullptr) const;
   // Where the turn after messages[i] starts (the next "user" message), or messages.size().
   size_t NextTurn(size_t i) const;
   // Generates the reply to the last user message, fitting the context per options.overflow.
@@ -72,8 +75,8 @@ struct Conversation::Impl : CacheOwner {
   // Adds to *st the tokens dropped. False when the cache could not follow (then the next
   // prefill recomputes what differs: still correct).
   Result<bool> DropTurns(size_t end, engine::DecodeControl* control, Stats* st);
-  // The history as JSON, for Save().
-  std::string ToJson() const;
+  // The history as JSON, for Save(), media as base64 (a media file gone is kNotFound).
+  Result<std::string> ToJson() const;
 };
 
 }  // namespace edgellm

@@ -1,9 +1,12 @@
 // Conversation: history, rendering, context overflow and replies over a Session's KV reuse.
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_impl.h"
+#include "core/base64.h"
 #include "core/sys.h"
 #include "engine/decode_control.h"
 
@@ -12,6 +15,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
+// Media saved in a conversation file (as base64 in its header, which readers bound at 256 MiB).
+constexpr size_t kMaxSavedMediaBytes = size_t{160} << 20;
 
 size_t common_prefix(const std::vector<llama_token>& a, const std::vector<llama_token>& b) {
   size_t n = 0;
@@ -33,12 +38,18 @@ Result<OverflowPolicy> overflow_policy_from_name(std::string_view name) {
 }
 
 Result<std::vector<llama_token>> Conversation::Impl::Tokens(size_t first, size_t last,
-                                                            bool open_reply) const {
+                                                            bool open_reply,
+                                                            engine::MediaPrompt* media) const {
   std::vector<ChatMessage> msgs;
   msgs.reserve(last - first + 1);
   if (!options.system_prompt.empty()) msgs.push_back({"system", options.system_prompt});
   msgs.insert(msgs.end(), messages.begin() + static_cast<std::ptrdiff_t>(first),
               messages.begin() + static_cast<std::ptrdiff_t>(last));
+  if (engine::has_media(msgs)) {
+    engine::MediaPrompt unused;
+    return session->MediaChatTokens(*templates, std::move(msgs), open_reply,
+                                    media ? media : &unused);
+  }
   Result<std::string> text = engine::apply_chat_template(*templates, msgs, open_reply);
   if (!text.ok()) return text.status();
   Result<std::vector<int32_t>> toks =
@@ -127,9 +138,13 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
   go.reuse_prefix = true;
   const int32_t n_ctx = session->options.n_ctx;
   const int32_t reserve = std::min(go.max_tokens, n_ctx / 4);
+  go.media.clear();
   size_t current = messages.size() - 1;  // the turn to answer; turns before it may go
   Stats dropped;
-  Result<std::vector<llama_token>> toks = Tokens(0, messages.size(), true);
+  // The media of the prompt: the held items keep their bytes (and decoded chunks) while the
+  // reply runs, even when make_room drops their turns from the history.
+  engine::MediaPrompt media;
+  Result<std::vector<llama_token>> toks = Tokens(0, messages.size(), true, &media);
   if (!toks.ok()) return toks.status();
   if (static_cast<int32_t>(toks->size()) + reserve > n_ctx) {
     Result<std::vector<llama_token>> alone = Tokens(current, messages.size(), true);
@@ -154,7 +169,8 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
       Result<bool> moved = DropTurns(end, nullptr, &dropped);
       if (!moved.ok()) return moved.status();
       current -= end;
-      toks = Tokens(0, messages.size(), true);
+      media = engine::MediaPrompt();
+      toks = Tokens(0, messages.size(), true, &media);
       if (!toks.ok()) return toks.status();
     }
   }
@@ -180,7 +196,8 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
     render = std::move(rendered).value();
   }
   Result<Generation> r = session->Run(std::move(toks).value(), go, sink, make_room, t0,
-                                      render ? &*render : nullptr);
+                                      render ? &*render : nullptr,
+                                      media.items.empty() ? nullptr : &media);
   if (!r.ok()) return r;
   r->stats.turns_dropped = dropped.turns_dropped;
   r->stats.tokens_dropped = dropped.tokens_dropped;
@@ -193,15 +210,39 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
   return r;
 }
 
-std::string Conversation::Impl::ToJson() const {
+Result<std::string> Conversation::Impl::ToJson() const {
   json j;
   j["format"] = "edgellm.conversation";
   j["version"] = 1;
   j["system_prompt"] = options.system_prompt;
   j["overflow"] = overflow_policy_name(options.overflow);
   j["messages"] = json::array();
+  size_t media_bytes = 0;
   for (const ChatMessage& m : messages) {
-    j["messages"].push_back({{"role", m.role}, {"content", m.content}});
+    json jm = {{"role", m.role}, {"content", m.content}};
+    // Media are saved as their bytes: the file alone restores the history (and its cells).
+    for (const Media& x : m.media) {
+      std::vector<uint8_t> read;
+      const std::vector<uint8_t>* bytes = &x.bytes;
+      if (x.bytes.empty()) {
+        std::ifstream f(x.path, std::ios::binary);
+        read.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+        if (!f.good() && !f.eof()) read.clear();
+        if (read.empty()) {
+          return Status::NotFound("cannot save the conversation: its media file " + x.path +
+                                  " cannot be read any more");
+        }
+        bytes = &read;
+      }
+      media_bytes += bytes->size();
+      if (media_bytes > kMaxSavedMediaBytes) {
+        return Status::ResourceExhausted(
+            "cannot save the conversation: its images and audio take more than " +
+            std::to_string(kMaxSavedMediaBytes >> 20) + " MiB; Truncate() it first");
+      }
+      jm["media"].push_back({{"base64", base64_encode(bytes->data(), bytes->size())}});
+    }
+    j["messages"].push_back(std::move(jm));
   }
   return j.dump();
 }
@@ -230,9 +271,13 @@ Result<std::unique_ptr<Conversation>> Conversation::Create(Session& session,
 
 Result<Generation> Conversation::Send(std::string_view user_text, const GenerateOptions& options,
                                       const TextSink& sink) {
-  if (user_text.empty()) return Status::InvalidArgument("the user turn is empty: type something");
+  if (user_text.empty() && options.media.empty()) {
+    return Status::InvalidArgument("the user turn is empty: type something");
+  }
   const std::vector<ChatMessage> before = impl_->messages;
-  impl_->messages.push_back({"user", std::string(user_text)});
+  ChatMessage user{"user", std::string(user_text)};
+  user.media = options.media;
+  impl_->messages.push_back(std::move(user));
   Result<Generation> r = guarded(impl_->session, [&] { return impl_->Respond(options, sink); });
   if (!r.ok()) impl_->messages = before;
   return r;

@@ -3,13 +3,16 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_impl.h"
+#include "core/base64.h"
 
 namespace edgellm {
 
 Status Conversation::Save(const std::string& path) const {
   Session::Impl* s = impl_->session;
-  if (s->owner == impl_.get()) return chat::write_kv_file(*s, path, impl_->ToJson());
-  return chat::write_kv_file_without_state(*s, path, impl_->ToJson());
+  Result<std::string> history = impl_->ToJson();
+  if (!history.ok()) return history.status();
+  if (s->owner == impl_.get()) return chat::write_kv_file(*s, path, *history);
+  return chat::write_kv_file_without_state(*s, path, *history);
 }
 
 Result<std::unique_ptr<Conversation>> Conversation::Load(Session& session, const std::string& path,
@@ -36,7 +39,19 @@ Result<std::unique_ptr<Conversation>> Conversation::Load(Session& session, const
     if (!overflow.ok()) return Status::CorruptData(path + ": " + overflow.status().message());
     options.overflow = *overflow;
     for (const json& m : j.at("messages")) {
-      messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+      ChatMessage msg{m.at("role").get<std::string>(), m.at("content").get<std::string>()};
+      if (m.contains("media")) {
+        for (const json& x : m.at("media")) {
+          Media media;
+          if (!base64_decode(x.at("base64").get<std::string>(), &media.bytes) ||
+              media.bytes.empty()) {
+            return Status::CorruptData("a media item in " + path +
+                                       " is damaged: start a new conversation");
+          }
+          msg.media.push_back(std::move(media));
+        }
+      }
+      messages.push_back(std::move(msg));
     }
   } catch (const json::exception& e) {
     return Status::CorruptData("the history in " + path + " does not parse (" + e.what() +

@@ -28,8 +28,18 @@ struct Setup {
   int32_t n_ctx = 0;
 };
 
-Result<Setup> setup_of(Session::Impl& s) {
+// The text model's identity, or with media among `tokens` the text model's and the
+// projector's together (the cells of media depend on both).
+Result<std::string> identity_for(Session::Impl& s, bool media) {
   Result<std::string> id = s.model->identity();
+  if (!id.ok() || !media) return id;
+  if (!s.model->media) return Status::FailedPrecondition("media without a projector");
+  const std::string both = *id + "|" + s.model->media->identity;
+  return store::sha256_hex(both.data(), both.size());
+}
+
+Result<Setup> setup_of(Session::Impl& s, bool media = false) {
+  Result<std::string> id = identity_for(s, media);
   if (!id.ok()) return id.status();
   Setup u;
   u.identity = *id;
@@ -133,15 +143,15 @@ KvFileRead verdict(KvFileVerdict v, std::string why) {
 
 }  // namespace
 
-Result<std::string> session_fingerprint(Session::Impl& s) {
-  Result<Setup> u = setup_of(s);
+Result<std::string> session_fingerprint(Session::Impl& s, const std::vector<llama_token>& tokens) {
+  Result<Setup> u = setup_of(s, engine::has_media(tokens));
   if (!u.ok()) return u.status();
   return u->identity + "|" + std::to_string(u->model_bytes) + "|" + std::to_string(u->n_ctx) +
          "|" + u->kv_type + "|" + u->loras + "|" + u->build;
 }
 
 Status write_kv_file(Session::Impl& s, const std::string& path, const std::string& app_data) {
-  Result<Setup> u = setup_of(s);
+  Result<Setup> u = setup_of(s, engine::has_media(s.cached));
   if (!u.ok()) return u.status();
   std::vector<uint8_t> payload;
   if (s.ctx && !s.cached.empty()) payload = engine::kv_state_get(s.ctx);
@@ -229,8 +239,19 @@ KvFileRead read_kv_file(Session::Impl& s, const std::string& path, bool want_sta
     r.why = path + " was made " + why;
     return r;
   };
+  const bool media = engine::has_media(tokens);
+  if (media) {  // cells computed from media: the projector must be this session's too
+    if (!s.model->media) {
+      return other("with images or audio in it: load the model with its projector (mmproj)");
+    }
+    Result<std::string> id = identity_for(s, true);
+    if (!id.ok()) return verdict(KvFileVerdict::kOtherSetup, id.status().message());
+    want->identity = *id;
+  }
   if (got.identity != want->identity || got.model_bytes != want->model_bytes) {
-    return other("for another model file than " + s.model->info.path);
+    return other(media ? "for another model file or projector than " + s.model->info.path + " with " +
+                             s.model->info.mmproj_path
+                       : "for another model file than " + s.model->info.path);
   }
   if (got.n_ctx != want->n_ctx || got.kv_type != want->kv_type) {
     return other("with context " + std::to_string(got.n_ctx) + " (" + got.kv_type +
@@ -242,7 +263,7 @@ KvFileRead read_kv_file(Session::Impl& s, const std::string& path, bool want_sta
     return other("by llama.cpp " + got.build + ", this is " + want->build);
   }
   for (llama_token t : tokens) {
-    if (t < 0 || t >= s.model->info.n_vocab) {
+    if (t == -1 || t >= s.model->info.n_vocab) {
       return verdict(KvFileVerdict::kDamaged, path + " holds a token outside the vocabulary");
     }
   }

@@ -3,7 +3,8 @@
 //
 // Layout (little-endian), docs/conversations.md:
 //   "EDGELLKV" | u32 format version | u64 header bytes | header | payload
-//   header:  model identity (sha256 of the GGUF header and tensor table) and file size,
+//   header:  model identity (sha256 of the GGUF header and tensor table; with media among
+//            the tokens, sha256 of that and the projector's identity) and file size,
 //            n_ctx, KV cache type, LoRA set (path, size, scale), llama.cpp build, the tokens,
 //            an application blob (a conversation's history), payload size and sha256, and
 //            the sha256 of everything before it
@@ -52,7 +53,9 @@ Status write_kv_file_without_state(Session::Impl& session, const std::string& pa
 KvFileRead read_kv_file(Session::Impl& session, const std::string& path, bool want_state = true);
 
 // The context-relevant options of a session as text (model identity, n_ctx, KV type,
-// adapters, llama.cpp build): what a file must match, and the prompt cache's key.
-Result<std::string> session_fingerprint(Session::Impl& session);
+// adapters, llama.cpp build; with media placeholders among `tokens`, the projector's identity
+// too): what a file holding `tokens` must match, and the prompt cache's key.
+Result<std::string> session_fingerprint(Session::Impl& session,
+                                        const std::vector<llama_token>& tokens);
 
 }  // namespace edgellm::chat

@@ -35,7 +35,7 @@ std::vector<Entry> list(const std::string& dir) {
 
 Result<std::string> PromptCache::Impl::PathFor(Session::Impl& s,
                                                const std::vector<llama_token>& tokens) const {
-  Result<std::string> fp = chat::session_fingerprint(s);
+  Result<std::string> fp = chat::session_fingerprint(s, tokens);
   if (!fp.ok()) return fp.status();
   store::Sha256 h;
   h.Update(fp->data(), fp->size());

@@ -69,7 +69,9 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   cancel.store(false);
   const bool after_tool = prompt.empty() && o.chat && !o.history.empty() &&
                           o.history.back().role == "tool";
-  if (!o.media.empty()) return GenerateWithMedia(prompt, o, sink, t_start);
+  if (!o.media.empty() || engine::has_media(o.history)) {
+    return GenerateWithMedia(prompt, o, sink, t_start);
+  }
   if (prompt.empty() && !after_tool) {
     return Status::InvalidArgument("prompt is empty: pass the text to continue or answer");
   }
@@ -89,46 +91,6 @@ Result<Generation> Session::Impl::Generate(std::string_view prompt, const Genera
   Result<std::vector<llama_token>> tokens = PromptTokens(prompt, o);
   if (!tokens.ok()) return tokens.status();
   return Run(std::move(tokens).value(), o, sink, {}, t_start);
-}
-
-Result<Generation> Session::Impl::GenerateWithMedia(std::string_view prompt,
-                                                     const GenerateOptions& o, const TextSink& sink,
-                                                     Clock::time_point t_start) {
-  if (!model->media) {
-    return Status::FailedPrecondition(
-        "this model was loaded without a projector: load it with its mmproj file "
-        "(LoadOptions::mmproj_path, --mmproj) to give it images or audio");
-  }
-  if (!o.tools.empty()) {
-    return Status::InvalidArgument("tools and media in one request are not supported yet");
-  }
-  const std::string marker = media_marker();
-  std::string user(prompt);
-  size_t markers = 0;
-  for (size_t at = user.find(marker); at != std::string::npos; at = user.find(marker, at + 1)) {
-    ++markers;
-  }
-  if (markers == 0) {
-    std::string head;
-    for (size_t i = 0; i < o.media.size(); ++i) head += marker;
-    user = head + user;
-  } else if (markers != o.media.size()) {
-    return Status::InvalidArgument(
-        "the prompt has " + std::to_string(markers) + " media markers (" + marker + ") for " +
-        std::to_string(o.media.size()) + " media items: put one marker per item, or none (then "
-        "they all go before the text)");
-  }
-  std::string text = user;
-  if (o.chat) {
-    Result<std::string> formatted = format_chat(model, user, o.system_prompt, o.history);
-    if (!formatted.ok()) return formatted.status();
-    text = std::move(formatted).value();
-  }
-  engine::MediaPrompt mp;
-  Result<std::vector<llama_token>> toks =
-      engine::media_prompt_tokens(*model->media, text, o.media, /*add_special=*/true, &mp);
-  if (!toks.ok()) return toks.status();
-  return Run(std::move(toks).value(), o, sink, {}, t_start, nullptr, &mp);
 }
 
 int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
@@ -193,14 +155,15 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached);
 
   const auto t_prefill = Clock::now();
-  engine::MediaEval media_eval;
-  if (media) {
-    media_eval = [&](const llama_token* t, int32_t avail, int32_t* n) {
-      return engine::eval_media(*model->media, *media, llama_model_n_embd_inp(model->model), t,
-                                avail, options.n_batch, control, &st, n);
-    };
-  }
-  engine::TextPrefiller prefiller(control, options.n_batch, media_eval);
+  // The prompt's media, for this prefill and for a context shift that decodes kept media
+  // cells again (DropCached).
+  struct Active {
+    Session::Impl* s;
+    ~Active() { s->active_media = nullptr; s->active_stats = nullptr; }
+  } active{this};
+  active_media = media;
+  active_stats = &st;
+  engine::TextPrefiller prefiller(control, options.n_batch, MediaEvalFor(control));
   Result<FinishReason> reason =
       prefiller.Prefill(toks.data() + st.n_cached, static_cast<int32_t>(toks.size()) - st.n_cached,
                         o.on_prefill, &st.n_prompt);
@@ -277,6 +240,14 @@ Result<Stats> Session::Impl::Prefill(const std::vector<llama_token>& tokens) {
   return st;
 }
 
+engine::MediaEval Session::Impl::MediaEvalFor(engine::DecodeControl& control) {
+  if (!active_media || !model->media) return {};
+  return [this, &control](const llama_token* t, int32_t avail, int32_t* n) {
+    return engine::eval_media(*model->media, *active_media, llama_model_n_embd_inp(model->model),
+                              t, avail, options.n_batch, control, active_stats, n);
+  };
+}
+
 bool Session::Impl::can_shift() const {
   return options.context_shift && ctx && engine::kv_can_shift(ctx);
 }
@@ -293,9 +264,10 @@ Result<bool> Session::Impl::DropCached(int32_t p0, int32_t p1, engine::DecodeCon
   if (!control) return false;
   // No shift: cut at p0 and decode the kept tail again at its new positions.
   const std::vector<llama_token> tail(cached.begin() + p1, cached.end());
+  if (engine::has_media(tail) && !active_media) return false;
   if (!engine::kv_remove(ctx, p0, -1)) return false;
   cached.resize(static_cast<size_t>(p0));
-  engine::TextPrefiller prefiller(*control, options.n_batch);
+  engine::TextPrefiller prefiller(*control, options.n_batch, MediaEvalFor(*control));
   int32_t done = 0;
   Result<FinishReason> r =
       prefiller.Prefill(tail.data(), static_cast<int32_t>(tail.size()), {}, &done);

@@ -13,6 +13,7 @@
 
 #include "core/sys.h"
 #include "engine/decode_control.h"
+#include "engine/model_impl.h"
 
 namespace edgellm::engine {
 namespace {
@@ -113,7 +114,127 @@ size_t MediaCache::bytes() const {
   return bytes_;
 }
 
-Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const std::string& text,
+bool has_media(const std::vector<llama_token>& tokens) {
+  return std::any_of(tokens.begin(), tokens.end(), is_media_token);
+}
+
+bool has_media(const std::vector<ChatMessage>& messages) {
+  for (const ChatMessage& m : messages) {
+    if (!m.media.empty()) return true;
+  }
+  return false;
+}
+
+Status place_markers(std::string* content, size_t n_media, const std::string& which) {
+  const std::string marker = media_marker();
+  size_t markers = 0;
+  for (size_t at = content->find(marker); at != std::string::npos;
+       at = content->find(marker, at + 1)) {
+    ++markers;
+  }
+  if (markers == n_media) return Status::Ok();
+  if (markers == 0) {
+    std::string head;
+    for (size_t i = 0; i < n_media; ++i) head += marker;
+    *content = head + *content;
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(which + " has " + std::to_string(markers) + " media markers (" +
+                                 marker + ") for " + std::to_string(n_media) +
+                                 " media items: put one marker per item, or none (then they all "
+                                 "go before the text)");
+}
+
+namespace {
+
+// Reads, bounds and decodes one item, and tokenizes it alone: its shape and its chunks.
+Status decode_item(ProjectorState& ps, const std::vector<uint8_t>& bytes, uint64_t content,
+                   const std::string& which, MediaShape* shape,
+                   std::shared_ptr<PromptChunks>* chunks) {
+  if (looks_like_audio(bytes) && !ps.info.audio) {
+    return Status::InvalidArgument(which + " is audio, but this projector encodes images only");
+  }
+  ImageHeader ih;
+  if (check_image_header(bytes, &ih)) {
+    if (static_cast<int64_t>(ih.width) * ih.height > kMaxImagePixels) {
+      return Status::InvalidArgument(
+          which + " is a " + ih.format + " of " + std::to_string(ih.width) + " x " +
+          std::to_string(ih.height) + " pixels, more than the limit of " +
+          std::to_string(kMaxImagePixels / 1000000) + " megapixels: scale it down first");
+    }
+    if (ih.width == 0 || ih.height == 0) {
+      return Status::InvalidArgument(which + " is a " + ih.format + " of " +
+                                     std::to_string(ih.width) + " x " +
+                                     std::to_string(ih.height) + " pixels: nothing to see");
+    }
+    if (!ih.complete) {
+      return Status::InvalidArgument(which + " is a " + ih.format +
+                                     " that is cut short (it does not end as one must): the "
+                                     "file is truncated or damaged");
+    }
+  }
+  const std::string id = hex64(content);
+  bool audio = false;
+  Result<BitmapPtr> b =
+      decode_media(ps.projector.get(), bytes.data(), bytes.size(), id, kMaxImagePixels, &audio);
+  if (!b.ok()) return Status(b.status().code(), which + ": " + b.status().message());
+  if (audio && !ps.info.audio) {
+    return Status::InvalidArgument(which + " is audio, but this projector encodes images only");
+  }
+  if (!audio && !ps.info.vision) {
+    return Status::InvalidArgument(which + " is an image, but this projector encodes audio only");
+  }
+  Result<PromptChunks> tokenized =
+      tokenize_with_media(ps.projector.get(), media_marker_text(), {b->get()}, false);
+  if (!tokenized.ok()) return Status(tokenized.status().code(), which + ": " + tokenized.status().message());
+  shape->content = content;
+  shape->audio = audio;
+  int32_t slice = 0;
+  for (const PromptChunk& c : tokenized->chunks) {
+    if (!c.media) {
+      shape->tokens.insert(shape->tokens.end(), c.tokens.begin(), c.tokens.end());
+      continue;
+    }
+    if (c.non_causal) {
+      return Status::FailedPrecondition("this projector's media need non-causal attention "
+                                        "(Gemma 3 and its kind), which edgellm does not support yet");
+    }
+    MediaRun run;
+    run.hash = mix(content ^ mix(static_cast<uint64_t>(slice++) + 1));
+    run.n_tokens = c.n_tokens;
+    run.audio = c.audio;
+    for (int32_t i = 0; i < c.n_tokens; ++i) shape->tokens.push_back(media_token(run.hash, i));
+    shape->runs.push_back(run);
+  }
+  *chunks = std::make_shared<PromptChunks>(std::move(tokenized).value());
+  return Status::Ok();
+}
+
+std::shared_ptr<const MediaShape> find_shape(ProjectorState& ps, uint64_t content) {
+  std::lock_guard<std::mutex> lock(ps.shapes_mu);
+  auto it = ps.shapes.find(content);
+  if (it == ps.shapes.end()) return nullptr;
+  it->second.second = ++ps.shapes_clock;
+  return it->second.first;
+}
+
+void keep_shape(ProjectorState& ps, std::shared_ptr<const MediaShape> shape) {
+  std::lock_guard<std::mutex> lock(ps.shapes_mu);
+  if (ps.shapes.size() >= ProjectorState::kMaxShapes) {
+    auto oldest = ps.shapes.begin();
+    for (auto it = ps.shapes.begin(); it != ps.shapes.end(); ++it) {
+      if (it->second.second < oldest->second.second) oldest = it;
+    }
+    ps.shapes.erase(oldest);
+  }
+  const uint64_t key = shape->content;
+  ps.shapes[key] = {std::move(shape), ++ps.shapes_clock};
+}
+
+}  // namespace
+
+Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const llama_vocab* vocab,
+                                                     const std::string& text,
                                                      const std::vector<Media>& media,
                                                      bool add_special, MediaPrompt* out) {
   if (media.size() > kMaxMediaItems) {
@@ -125,80 +246,49 @@ Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const s
                                  "(Qwen2-VL and its kind), which edgellm does not support yet");
   }
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<BitmapPtr> bitmaps;
-  std::vector<Bitmap*> raw;
-  std::map<std::string, uint64_t> hash_of;  // bitmap id -> content hash
-  for (size_t i = 0; i < media.size(); ++i) {
+  const std::string marker = media_marker_text();
+  std::vector<llama_token> toks;
+  size_t from = 0;
+  for (size_t i = 0; i <= media.size(); ++i) {
+    const size_t at = i < media.size() ? text.find(marker, from) : std::string::npos;
+    if (i < media.size() && at == std::string::npos) {
+      return Status::InvalidArgument("the prompt has fewer media markers than its " +
+                                     std::to_string(media.size()) + " media items");
+    }
+    const std::string part = text.substr(from, at == std::string::npos ? std::string::npos : at - from);
+    if (!part.empty() || (i == 0 && add_special)) {
+      Result<std::vector<int32_t>> t = tokenize(vocab, part, i == 0 && add_special, true);
+      if (!t.ok()) return t.status();
+      toks.insert(toks.end(), t->begin(), t->end());
+    }
+    if (i == media.size()) break;
+    if (text.find(marker, at + marker.size()) != std::string::npos && i + 1 == media.size()) {
+      return Status::InvalidArgument("the prompt has more media markers than its " +
+                                     std::to_string(media.size()) + " media items");
+    }
+    from = at + marker.size();
+    MediaPrompt::Item item;
+    item.name = media[i].path.empty() ? "media item " + std::to_string(i + 1) : media[i].path;
     std::vector<uint8_t> storage;
     const std::vector<uint8_t>* bytes = nullptr;
     EDGELLM_RETURN_IF_ERROR(read_media(media[i], i, &storage, &bytes));
-    const std::string which = media[i].path.empty() ? "media item " + std::to_string(i + 1)
-                                                    : media[i].path;
-    if (looks_like_audio(*bytes) && !ps.info.audio) {
-      return Status::InvalidArgument(which + " is audio, but this projector encodes images only");
+    const uint64_t content = fnv1a(bytes->data(), bytes->size());
+    item.bytes = bytes == &storage
+                     ? std::make_shared<const std::vector<uint8_t>>(std::move(storage))
+                     : std::make_shared<const std::vector<uint8_t>>(*bytes);
+    item.shape = find_shape(ps, content);
+    if (!item.shape) {
+      auto shape = std::make_shared<MediaShape>();
+      EDGELLM_RETURN_IF_ERROR(decode_item(ps, *item.bytes, content, item.name, shape.get(), &item.chunks));
+      keep_shape(ps, shape);
+      item.shape = std::move(shape);
     }
-    ImageHeader ih;
-    if (check_image_header(*bytes, &ih)) {
-      if (static_cast<int64_t>(ih.width) * ih.height > kMaxImagePixels) {
-        return Status::InvalidArgument(
-            which + " is a " + ih.format + " of " + std::to_string(ih.width) + " x " +
-            std::to_string(ih.height) + " pixels, more than the limit of " +
-            std::to_string(kMaxImagePixels / 1000000) + " megapixels: scale it down first");
-      }
-      if (ih.width == 0 || ih.height == 0) {
-        return Status::InvalidArgument(which + " is a " + ih.format + " of " +
-                                       std::to_string(ih.width) + " x " +
-                                       std::to_string(ih.height) + " pixels: nothing to see");
-      }
-      if (!ih.complete) {
-        return Status::InvalidArgument(which + " is a " + ih.format +
-                                       " that is cut short (it does not end as one must): the "
-                                       "file is truncated or damaged");
-      }
-    }
-    const uint64_t h = fnv1a(bytes->data(), bytes->size());
-    const std::string id = hex64(h) + "-" + std::to_string(i);
-    bool audio = false;
-    Result<BitmapPtr> b = decode_media(ps.projector.get(), bytes->data(), bytes->size(), id,
-                                       kMaxImagePixels, &audio);
-    if (!b.ok()) return Status(b.status().code(), which + ": " + b.status().message());
-    if (audio && !ps.info.audio) {
-      return Status::InvalidArgument(which + " is audio, but this projector encodes images only");
-    }
-    if (!audio && !ps.info.vision) {
-      return Status::InvalidArgument(which + " is an image, but this projector encodes audio only");
-    }
-    hash_of[id] = h;
-    raw.push_back(b->get());
-    bitmaps.push_back(std::move(b).value());
+    toks.insert(toks.end(), item.shape->tokens.begin(), item.shape->tokens.end());
+    for (const MediaRun& r : item.shape->runs) out->n_media_tokens += r.n_tokens;
+    out->items.push_back(std::move(item));
   }
   out->n_media = static_cast<int32_t>(media.size());
-  Result<PromptChunks> chunks = tokenize_with_media(ps.projector.get(), text, raw, add_special);
-  if (!chunks.ok()) return chunks.status();
   out->decode_ms = ms_since(t0);
-  std::vector<llama_token> toks;
-  std::map<std::string, int32_t> slices;  // chunks seen per item
-  for (const PromptChunk& c : chunks->chunks) {
-    if (!c.media) {
-      toks.insert(toks.end(), c.tokens.begin(), c.tokens.end());
-      continue;
-    }
-    if (c.non_causal) {
-      return Status::FailedPrecondition("this projector's media need non-causal attention "
-                                   "(Gemma 3 and its kind), which edgellm does not support yet");
-    }
-    const auto it = hash_of.find(c.id);
-    if (it == hash_of.end()) return Status::Internal("a media chunk of unknown origin '" + c.id + "'");
-    MediaRun run;
-    run.hash = mix(it->second ^ mix(static_cast<uint64_t>(slices[c.id]++) + 1));
-    run.n_tokens = c.n_tokens;
-    run.audio = c.audio;
-    run.handle = c.handle;
-    for (int32_t i = 0; i < c.n_tokens; ++i) toks.push_back(media_token(run.hash, i));
-    out->n_media_tokens += c.n_tokens;
-    out->runs.push_back(run);
-  }
-  out->chunks = std::move(chunks).value();
   return toks;
 }
 
@@ -207,21 +297,29 @@ Result<FinishReason> eval_media(ProjectorState& ps, const MediaPrompt& prompt, i
                                 DecodeControl& control, Stats* st, int32_t* n) {
   *n = 0;
   const uint32_t base = static_cast<uint32_t>(-2 - tokens[0]);
+  const MediaPrompt::Item* item = nullptr;
   const MediaRun* run = nullptr;
+  size_t index = 0;  // of the run in its item
   int32_t k = 0, m = 0;
-  for (const MediaRun& r : prompt.runs) {
-    const int32_t off = static_cast<int32_t>((base - static_cast<uint32_t>(r.hash)) & kMask);
-    if (off >= r.n_tokens) continue;
-    int32_t len = 0;
-    while (len < avail && off + len < r.n_tokens && tokens[len] == media_token(r.hash, off + len)) {
-      ++len;
+  for (const MediaPrompt::Item& it : prompt.items) {
+    for (size_t j = 0; j < it.shape->runs.size() && !run; ++j) {
+      const MediaRun& r = it.shape->runs[j];
+      const int32_t off = static_cast<int32_t>((base - static_cast<uint32_t>(r.hash)) & kMask);
+      if (off >= r.n_tokens) continue;
+      int32_t len = 0;
+      while (len < avail && off + len < r.n_tokens &&
+             tokens[len] == media_token(r.hash, off + len)) {
+        ++len;
+      }
+      if (len > 0) {
+        item = &it;
+        run = &r;
+        index = j;
+        k = off;
+        m = len;
+      }
     }
-    if (len > 0) {
-      run = &r;
-      k = off;
-      m = len;
-      break;
-    }
+    if (run) break;
   }
   if (!run) return Status::Internal("the prompt holds a media placeholder without its media");
   std::shared_ptr<const std::vector<float>> embd = ps.cache.Find(run->hash);
@@ -230,11 +328,27 @@ Result<FinishReason> eval_media(ProjectorState& ps, const MediaPrompt& prompt, i
   } else {
     if (control.cancelled()) return FinishReason::kCancelled;
     control.Govern();
+    if (!item->chunks) {  // placed by its shape alone: decode it again for its chunks
+      const auto t0 = std::chrono::steady_clock::now();
+      MediaShape again;
+      EDGELLM_RETURN_IF_ERROR(decode_item(ps, *item->bytes, item->shape->content, item->name,
+                                          &again, &item->chunks));
+      if (again.tokens != item->shape->tokens) {
+        return Status::Internal(item->name + " tokenized differently the second time");
+      }
+      st->media_decode_ms += ms_since(t0);
+    }
+    const void* handle = nullptr;
+    size_t seen = 0;
+    for (const PromptChunk& c : item->chunks->chunks) {
+      if (c.media && seen++ == index) handle = c.handle;
+    }
+    if (!handle) return Status::Internal(item->name + ": a media chunk is missing");
     const auto t0 = std::chrono::steady_clock::now();
     auto fresh = std::make_shared<std::vector<float>>();
     {
       std::lock_guard<std::mutex> lock(ps.encode_mu);
-      EDGELLM_RETURN_IF_ERROR(encode_media_chunk(ps.projector.get(), run->handle, n_embd, fresh.get()));
+      EDGELLM_RETURN_IF_ERROR(encode_media_chunk(ps.projector.get(), handle, n_embd, fresh.get()));
     }
     st->media_encode_ms += ms_since(t0);
     ps.cache.Put(run->hash, fresh);

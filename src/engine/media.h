@@ -58,33 +58,70 @@ class MediaCache {
   std::unordered_map<uint64_t, std::list<Entry>::iterator> index_;
 };
 
-// What a model loaded with a projector holds for it (Model::Impl::media).
-struct ProjectorState {
-  ProjectorPtr projector;
-  ProjectorInfo info;
-  std::mutex encode_mu;  // mtmd encodes one chunk at a time per context
-  MediaCache cache{size_t{64} << 20};
-};
-
-// One media chunk of a prompt.
+// One media chunk of a prompt (an image tile, an audio window): the run of placeholders it
+// takes, keyed by the item's content and the chunk's index in the item.
 struct MediaRun {
   uint64_t hash = 0;
   int32_t n_tokens = 0;
   bool audio = false;
-  const void* handle = nullptr;  // the mtmd chunk (owned by MediaPrompt::chunks)
 };
 
-struct MediaPrompt {
+// One media item tokenized alone: the text tokens mtmd wraps it in (an image's begin/end
+// tokens, a tile grid's row markers) and a run of placeholders per chunk. mtmd tokenizes the
+// text between markers apart from the media, so a prompt's tokens are its text parts' tokens
+// with each item's shape in place of its marker.
+struct MediaShape {
+  uint64_t content = 0;  // FNV-1a of the encoded bytes
+  bool audio = false;
+  std::vector<llama_token> tokens;
   std::vector<MediaRun> runs;
-  PromptChunks chunks;
+};
+
+// What a model loaded with a projector holds for it (Model::Impl::media).
+struct ProjectorState {
+  ProjectorPtr projector;
+  ProjectorInfo info;
+  // sha256 of the projector's header and tensor table, its size and image_max_tokens: what KV
+  // cells computed from its media depend on besides the text model (kv_file.cc).
+  std::string identity;
+  std::mutex encode_mu;  // mtmd encodes one chunk at a time per context
+  MediaCache cache{size_t{64} << 20};
+  // Shapes by content, so a conversation's later turns place an earlier image without
+  // decoding it again (at most kMaxShapes, the least recently used go).
+  std::mutex shapes_mu;
+  std::unordered_map<uint64_t, std::pair<std::shared_ptr<const MediaShape>, uint64_t>> shapes;
+  uint64_t shapes_clock = 0;
+  static constexpr size_t kMaxShapes = 256;
+};
+
+// The media of one prompt, in order.
+struct MediaPrompt {
+  struct Item {
+    std::shared_ptr<const MediaShape> shape;
+    std::shared_ptr<const std::vector<uint8_t>> bytes;  // encoded, to decode again if needed
+    std::string name;                                   // for errors: the path or "media item N"
+    // The decoded chunks (mtmd's, for encoding): kept from tokenizing when the item was
+    // decoded for this prompt, else decoded on the first chunk the encoded cache lacks.
+    mutable std::shared_ptr<PromptChunks> chunks;
+  };
+  std::vector<Item> items;
   int32_t n_media = 0;         // items
   int32_t n_media_tokens = 0;  // placeholders in the prompt
-  double decode_ms = 0;        // reading, decoding and tokenizing them
+  double decode_ms = 0;        // reading, decoding and tokenizing those not known by content
 };
 
-// The prompt's tokens for `text` (one marker per item, in order) and `media`: text tokens and
-// a run of placeholders per media chunk; `out` gets the runs and the counts.
-Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const std::string& text,
+// Whether any message carries media; whether any token is a media placeholder.
+bool has_media(const std::vector<llama_token>& tokens);
+bool has_media(const std::vector<ChatMessage>& messages);
+// Puts one media_marker() per item before the text of a content that has none; kInvalidArgument
+// when it has markers but not one per item.
+Status place_markers(std::string* content, size_t n_media, const std::string& which);
+
+// The prompt's tokens for `text` (one marker per item, in order) and `media`: the text parts'
+// tokens (the first with the vocabulary's BOS when add_special) and each item's shape in
+// place of its marker; `out` gets the items and the counts.
+Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const llama_vocab* vocab,
+                                                     const std::string& text,
                                                      const std::vector<Media>& media,
                                                      bool add_special, MediaPrompt* out);
 

@@ -223,6 +223,12 @@ Status load_projector_into(Model::Impl& impl, const LoadOptions& options) {
       engine::load_projector(mm, impl.model, threads, options.image_max_tokens, &ps->info);
   if (!p.ok()) return p.status();
   ps->projector = std::move(p).value();
+  // Which projector at which image size: part of the identity of state computed with it.
+  const GgufCheckResult check = check_gguf_file(mm);
+  if (!check.ok()) return check.status;
+  Result<std::string> h = store::sha256_file(mm, 0, check.summary.data_offset);
+  if (!h.ok()) return h.status();
+  ps->identity = *h + ":" + std::to_string(bytes) + ":" + std::to_string(options.image_max_tokens);
   impl.info.mmproj_path = mm;
   impl.info.mmproj_bytes = bytes;
   impl.info.vision = ps->info.vision;

@@ -258,20 +258,30 @@ Result<std::string> Session::FormatChat(std::string_view user, std::string_view 
   return format_chat(impl_->model, user, system);
 }
 
-Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
-                                std::string_view system, const std::vector<ChatMessage>& history) {
+Result<const engine::ChatTemplates*> model_chat_templates(const Model::Impl* model) {
   if (!model->info.has_chat_template) {
     return Status::InvalidArgument(
         "model has no chat template (tokenizer.chat_template): use plain-prompt mode");
   }
-  Result<const engine::ChatTemplates*> templates = model->chat_templates();
-  if (!templates.ok()) return templates.status();
+  return model->chat_templates();
+}
+
+std::vector<ChatMessage> chat_messages(std::string_view system,
+                                       const std::vector<ChatMessage>& history, ChatMessage user) {
   std::vector<ChatMessage> msgs;
   msgs.reserve(history.size() + 2);
   if (!system.empty()) msgs.push_back({"system", std::string(system)});
   msgs.insert(msgs.end(), history.begin(), history.end());
-  msgs.push_back({"user", std::string(user)});
-  return engine::apply_chat_template(**templates, msgs, /*add_assistant=*/true);
+  msgs.push_back(std::move(user));
+  return msgs;
+}
+
+Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
+                                std::string_view system, const std::vector<ChatMessage>& history) {
+  Result<const engine::ChatTemplates*> templates = model_chat_templates(model);
+  if (!templates.ok()) return templates.status();
+  return engine::apply_chat_template(
+      **templates, chat_messages(system, history, {"user", std::string(user)}), true);
 }
 
 }  // namespace edgellm

@@ -12,6 +12,7 @@
 #include "engine/llama_glue_chat.h"
 #include "engine/lora_impl.h"
 #include "engine/model_impl.h"
+#include "engine/text_prefiller.h"
 #include "llama.h"
 
 namespace edgellm {
@@ -49,6 +50,9 @@ struct Session::Impl {
   std::vector<llama_token> cached;
   // Whose turns `cached` holds (null: none, or a plain Generate's prompt).
   CacheOwner* owner = nullptr;
+  // While Run() goes: the prompt's media and the call's stats (null otherwise).
+  const engine::MediaPrompt* active_media = nullptr;
+  Stats* active_stats = nullptr;
 
   ~Impl();
   // Creates the llama context if ReleaseKv() dropped it.
@@ -80,9 +84,16 @@ struct Session::Impl {
                          const TextSink& sink, const MakeRoom& make_room, Clock::time_point t0,
                          const engine::ChatRender* render = nullptr,
                          const engine::MediaPrompt* media = nullptr);
-  // Generate with GenerateOptions::media: markers placed, the prompt tokenized with its media.
+  // Generate with media (GenerateOptions::media, or in o.history's messages): markers
+  // placed, the prompt tokenized with its media (generate_media.cc).
   Result<Generation> GenerateWithMedia(std::string_view prompt, const GenerateOptions& o,
                                        const TextSink& sink, Clock::time_point t0);
+  // The tokens of chat `messages` (system prompt included) with their media, rendered with
+  // `templates` (the assistant's turn opened when `open_reply`); `out` gets the media.
+  // kFailedPrecondition without a projector.
+  Result<std::vector<llama_token>> MediaChatTokens(const engine::ChatTemplates& templates,
+                                                   std::vector<ChatMessage> messages,
+                                                   bool open_reply, engine::MediaPrompt* out) const;
   // Decodes `tokens` into the cache after the longest cached prefix (no reply): a system
   // prompt prepared ahead of the first question. Stats: n_cached, n_prompt, prefill_ms.
   Result<Stats> Prefill(const std::vector<llama_token>& tokens);
@@ -94,6 +105,8 @@ struct Session::Impl {
   // again through `control` (null: then nothing is removed and the result is false).
   Result<bool> DropCached(int32_t p0, int32_t p1, engine::DecodeControl* control);
   bool can_shift() const;
+  // The prefiller's evaluator of the active prompt's media placeholders (empty without).
+  engine::MediaEval MediaEvalFor(engine::DecodeControl& control);
   // Makes `next` the cache's owner, telling the previous one first.
   void TakeCache(CacheOwner* next);
 };
@@ -101,6 +114,12 @@ struct Session::Impl {
 // Whether a chat reply of `model` needs the format's parser without tools: a reasoning model
 // whose thinking is separated or hidden.
 bool wants_reply_parser(const Model::Impl* model, const GenerateOptions& o);
+
+// The model's chat templates; kInvalidArgument for a model without one.
+Result<const engine::ChatTemplates*> model_chat_templates(const Model::Impl* model);
+// The system prompt (when not empty), the history and the user's turn, as a template takes them.
+std::vector<ChatMessage> chat_messages(std::string_view system,
+                                       const std::vector<ChatMessage>& history, ChatMessage user);
 
 Result<std::string> format_chat(const Model::Impl* model, std::string_view user,
                                 std::string_view system,

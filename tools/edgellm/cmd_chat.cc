@@ -1,8 +1,10 @@
 // edgellm chat -m MODEL [--system S] [--ctx N] [--session FILE] ...: a conversation that keeps
 // its KV cache. User turns come from stdin (a "> " prompt on a terminal, one line per turn
 // when piped); replies stream to stdout, per-turn stats to stderr (--json: one JSON line per
-// turn on stdout). /reset, /regen, /save FILE, /history, /exit. --session FILE resumes that
-// conversation and saves it after every turn, so a killed process loses nothing.
+// turn on stdout). /reset, /regen, /save FILE, /history, /image FILE, /audio FILE, /exit.
+// --session FILE resumes that conversation and saves it after every turn, so a killed process
+// loses nothing. --mmproj loads the model's projector; --image/--audio (and /image, /audio)
+// attach media to the next turn, whose KV cells later turns reuse.
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,6 +25,7 @@ struct ChatArgs {
   int64_t seed = -1;
   bool json = false, no_shift = false, quiet = false;
   ConstraintArgs constraint;
+  MediaArgs media;
 };
 
 nlohmann::json turn_json(const edgellm::Generation& g) {
@@ -37,16 +40,28 @@ nlohmann::json turn_json(const edgellm::Generation& g) {
           {"prefill_ms", s.prefill_ms},
           {"decode_tps", s.decode_tps},
           {"turns_dropped", s.turns_dropped},
-          {"tokens_dropped", s.tokens_dropped}};
+          {"tokens_dropped", s.tokens_dropped},
+          {"n_media", s.n_media},
+          {"n_media_tokens", s.n_media_tokens},
+          {"media_decode_ms", s.media_decode_ms},
+          {"media_encode_ms", s.media_encode_ms},
+          {"media_chunks_cached", s.media_chunks_cached}};
 }
 
 void print_stats(const edgellm::Generation& g) {
   const edgellm::Stats& s = g.stats;
+  std::string media;
+  if (s.n_media > 0) {
+    char b[160];
+    std::snprintf(b, sizeof b, " | media %d (%d tokens, decode %.0f ms, encode %.0f ms)",
+                  s.n_media, s.n_media_tokens, s.media_decode_ms, s.media_encode_ms);
+    media = b;
+  }
   std::fprintf(stderr,
                "--- %s | reused %d of %d prompt tokens, prefilled %d | TTFT %.0f ms | gen %d tok, "
-               "%.1f tok/s%s\n",
+               "%.1f tok/s%s%s\n",
                edgellm::finish_reason_name(g.finish_reason), s.n_cached, s.n_cached + s.n_prompt,
-               s.n_prompt, s.ttft_ms, s.n_gen, s.decode_tps,
+               s.n_prompt, s.ttft_ms, s.n_gen, s.decode_tps, media.c_str(),
                s.turns_dropped ? (" | dropped " + std::to_string(s.turns_dropped) + " turns (" +
                                   std::to_string(s.tokens_dropped) + " tokens)")
                                      .c_str()
@@ -57,6 +72,9 @@ int chat(ChatArgs& a) {
   auto overflow = edgellm::overflow_policy_from_name(a.overflow);
   if (!overflow.ok()) return fail(overflow.status());
   edgellm::LoadOptions lo;
+  edgellm::GenerateOptions first;  // --image/--audio: the first turn's media
+  if (auto st = apply_media(a.media, &lo, &first); !st.ok()) return fail(st);
+  std::vector<edgellm::Media> pending = std::move(first.media);
   auto model = edgellm::Model::Load(a.model, lo);
   if (!model.ok()) return fail(model.status());
   a.so.context_shift = !a.no_shift;
@@ -152,7 +170,28 @@ int chat(ChatArgs& a) {
       continue;
     }
     if (line == "/history") {
-      for (const auto& m : conv->history()) std::printf("%s: %s\n", m.role.c_str(), m.content.c_str());
+      for (const auto& m : conv->history()) {
+        std::printf("%s: %s%s\n", m.role.c_str(),
+                    m.media.empty() ? "" : ("[" + std::to_string(m.media.size()) + " media] ").c_str(),
+                    m.content.c_str());
+      }
+      continue;
+    }
+    if (line.rfind("/image", 0) == 0 || line.rfind("/audio", 0) == 0) {
+      const std::string path = line.size() > 7 ? line.substr(7) : "";
+      const edgellm::ModelInfo& mi = (*model)->info();
+      if (path.empty()) {
+        std::fprintf(stderr, "usage: %s FILE (attached to your next turn)\n", line.substr(0, 6).c_str());
+      } else if (mi.mmproj_path.empty()) {
+        std::fprintf(stderr, "edgellm: error: this model was loaded without its projector: "
+                             "restart chat with --mmproj FILE\n");
+      } else if (::access(path.c_str(), R_OK) != 0) {
+        std::fprintf(stderr, "edgellm: error: cannot read %s\n", path.c_str());
+      } else {
+        pending.push_back(edgellm::Media{path, {}});
+        std::fprintf(stderr, "[media] %s attached to your next turn (%zu pending)\n",
+                     path.c_str(), pending.size());
+      }
       continue;
     }
     if (line.rfind("/save", 0) == 0) {
@@ -174,8 +213,11 @@ int chat(ChatArgs& a) {
       cited = g->cited;
       line = g->prompt;
     }
+    if (line != "/regen") go.media = std::move(pending);
+    pending.clear();
     edgellm::Result<edgellm::Generation> r =
         line == "/regen" ? conv->Regenerate(go, sink) : conv->Send(line, go, sink);
+    go.media.clear();
     if (!r.ok()) {
       fail(r.status());
       if (r.status().code() == edgellm::Code::kInvalidArgument ||
@@ -239,6 +281,7 @@ Action add_chat(CLI::App& app) {
   cmd->add_option("--prompt-cache", a.prompt_cache,
                   "Folder that keeps the system prompt's KV cells between runs");
   add_constraint_options(cmd, &a.constraint);
+  add_media_options(cmd, &a.media);
   cmd->add_option("--index", a.index,
                   "Answer from a document index (edgellm index add): each turn gets its best "
                   "chunks, and the reply lists them");

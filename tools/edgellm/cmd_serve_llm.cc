@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -31,6 +32,8 @@ using json = nlohmann::json;
 struct LlmServeArgs {
   std::string model, host = "127.0.0.1", id, api_key_env = "EDGELLM_SERVE_API_KEY";
   std::string embedding_model;
+  MediaArgs media;                // --mmproj, --image-max-tokens
+  MediaLimits media_limits;       // --max-media, --max-media-bytes
   int port = 8080, ctx = -1, threads = -1, queue = 8, max_inputs = 2048;
   // Bounds on a client's schema or grammar (a request over one is a 400 naming it).
   edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
@@ -151,8 +154,13 @@ class LlmServer {
     auto prompt = std::make_shared<std::string>();
     auto request = std::make_shared<ChatRequest>();
     if (chat) {
-      if (!parse_messages(body, request.get(), &err)) {
+      if (!parse_messages(body, a_.media_limits, request.get(), &err)) {
         return send_error(res, 400, "invalid_request_error", err);
+      }
+      if (request->n_media > 0 && model_->info().mmproj_path.empty()) {
+        return send_error(res, 400, "invalid_request_error",
+                          "the request carries images or audio, but this server was started "
+                          "without the model's projector: restart it with --mmproj FILE");
       }
     } else {
       if (!body.contains("prompt") || !body["prompt"].is_string()) {
@@ -184,6 +192,13 @@ class LlmServer {
       return send_error(res, 429, "rate_limit_error",
                         "the server is busy: " + std::to_string(a_.queue) +
                             " requests are already waiting; retry later");
+    }
+    // Media are decoded and tokenized before anything is streamed: a damaged image is a 400.
+    if (chat && request->n_media > 0) {
+      if (edgellm::Status st = CheckMedia(*request); !st.ok()) {
+        gate_.Leave();
+        return send_error(res, 400, "invalid_request_error", st.message());
+      }
     }
     if (!stream) {
       auto gen = chat ? Reply(*request, *o, {}) : session_->Generate(*prompt, *o);
@@ -315,17 +330,32 @@ class LlmServer {
       std::string last;
       if (go.history.back().role == "user") {
         last = go.history.back().content;
+        go.media = std::move(go.history.back().media);
         go.history.pop_back();
       }
       return session_->Generate(last, go, sink);
     }
+    auto c = ConversationOf(r);
+    if (!c.ok()) return c.status();
+    return (*c)->Regenerate(o, sink);
+  }
+  // A conversation over the one session holding the request's messages.
+  edgellm::Result<std::unique_ptr<edgellm::Conversation>> ConversationOf(const ChatRequest& r) {
     edgellm::ConversationOptions co;
     co.system_prompt = r.system;
     co.chatml_fallback = true;
     auto c = edgellm::Conversation::Create(*session_, co);
     if (!c.ok()) return c.status();
     EDGELLM_RETURN_IF_ERROR((*c)->SetHistory(r.messages));
-    return (*c)->Regenerate(o, sink);
+    return c;
+  }
+  // The request's media decoded, bounded and tokenized (the model keeps their shapes, so the
+  // reply does not decode them again).
+  edgellm::Status CheckMedia(const ChatRequest& r) {
+    auto c = ConversationOf(r);
+    if (!c.ok()) return c.status();
+    auto n = (*c)->CountTokens();
+    return n.ok() ? edgellm::Status::Ok() : n.status();
   }
   bool too_long(const edgellm::Generation& g) const {
     return g.finish_reason == edgellm::FinishReason::kContextFull && g.stats.n_gen == 0;
@@ -360,7 +390,11 @@ int serve_llm(LlmServeArgs a) {
   std::unique_ptr<edgellm::Session> session;
   if (!a.model.empty()) {
     std::fprintf(stderr, "[load] %s\n", a.model.c_str());
-    auto m = edgellm::Model::Load(a.model);
+    edgellm::LoadOptions lo;
+    edgellm::GenerateOptions unused;
+    if (auto st = apply_media(a.media, &lo, &unused); !st.ok()) return fail(st);
+    if (!a.media.mmproj.empty()) std::fprintf(stderr, "[load] %s (projector)\n", a.media.mmproj.c_str());
+    auto m = edgellm::Model::Load(a.model, lo);
     if (!m.ok()) return fail(m.status());
     edgellm::SessionOptions so;
     so.n_ctx = a.ctx;
@@ -392,6 +426,9 @@ int serve_llm(LlmServeArgs a) {
   llm.Routes(server);
   server.set_logger(log_request);
   server.set_read_timeout(30, 0);
+  // A request body holds its media as base64 (4/3 of their bytes) besides its text.
+  server.set_payload_max_length(std::max<size_t>(size_t{8} << 20,
+                                                 a.media_limits.max_bytes / 3 * 4 + (size_t{4} << 20)));
   return serve_until_signal(server, stop_signals, a.host, a.port, [&](int port) {
     // The address on stdout, alone on its line, so a script or test can read it (--port 0).
     std::printf("http://%s:%d\n", a.host.c_str(), port);
@@ -421,6 +458,16 @@ Action add_serve_llm(CLI::App& app) {
                   "most inputs (or documents) one embedding or rerank request may send "
                   "(default 2048)")
       ->check(CLI::Range(1, 100000));
+  cmd->add_option("--mmproj", a->media.mmproj,
+                  "the model's projector (mmproj .gguf): image_url and input_audio parts");
+  cmd->add_option("--image-max-tokens", a->media.image_max_tokens,
+                  "tokens per image at most: fewer encode faster (default: the projector's)");
+  cmd->add_option("--max-media", a->media_limits.max_items,
+                  "images and audio clips one request may carry (default 8)")
+      ->check(CLI::Range(size_t{1}, size_t{32}));
+  cmd->add_option("--max-media-bytes", a->media_limits.max_bytes,
+                  "bytes of media one request may carry, all items together (default 20 MiB)")
+      ->check(CLI::Range(size_t{1024}, size_t{64} << 20));
   cmd->add_option("--host", a->host, "address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", a->port, "TCP port; 0 picks a free one (default 8080)")
       ->check(CLI::Range(0, 65535));

@@ -154,37 +154,93 @@ bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* er
 
 namespace {
 
-// A message's content: a string, or an array of parts of which only text is read (what the
-// OpenAI SDKs send). False with *err for anything else.
-bool content_text(const json& c, size_t i, std::string* out, std::string* err) {
+// A message's content: a string, or an array of parts (what the OpenAI SDKs send): text, and
+// in user messages images (`image_url` with a data: URL) and audio (`input_audio`, base64
+// wav/mp3), each put at its place as a media marker. False with *err for anything else.
+bool content_parts(const json& c, size_t i, const std::string& role, const MediaLimits& limits,
+                   edgellm::ChatMessage* msg, ChatRequest* r, std::string* err) {
+  const std::string at = "messages[" + std::to_string(i) + "]";
   if (c.is_string()) {
-    *out = c.get<std::string>();
+    msg->content = c.get<std::string>();
     return true;
   }
   if (!c.is_array()) {
-    *err = "messages[" + std::to_string(i) + "].content must be a string or an array of parts";
+    *err = at + ".content must be a string or an array of parts";
     return false;
   }
   for (const json& part : c) {
     const std::string type = part.is_object() ? part.value("type", "") : "";
     if (type == "text" && part.contains("text") && part["text"].is_string()) {
-      *out += part["text"].get<std::string>();
-    } else if (type == "image_url" || type == "input_audio" || type == "image" ||
-               type == "file") {
-      *err = "messages[" + std::to_string(i) + "] has a '" + type +
-             "' part: this model reads text only; send text parts";
-      return false;
-    } else {
-      *err = "messages[" + std::to_string(i) + "] has a content part without type text";
+      msg->content += part["text"].get<std::string>();
+      continue;
+    }
+    if (type != "image_url" && type != "input_audio") {
+      *err = at + (type == "image" || type == "file"
+                       ? " has a '" + type + "' part: send images as image_url parts with a "
+                                             "data: URL, audio as input_audio parts"
+                       : " has a content part of type '" + type +
+                             "': use text, image_url or input_audio");
       return false;
     }
+    if (role != "user") {
+      *err = at + " (" + role + ") has a '" + type + "' part: only user messages carry media";
+      return false;
+    }
+    edgellm::Result<edgellm::Media> media = edgellm::Status::InvalidArgument("");
+    if (type == "image_url") {
+      const json* u = part.contains("image_url") ? &part["image_url"] : nullptr;
+      if (u && u->is_object() && u->contains("url")) u = &(*u)["url"];
+      if (!u || !u->is_string()) {
+        *err = at + " has an image_url part without a url";
+        return false;
+      }
+      const std::string url = u->get<std::string>();
+      if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
+        *err = at + " has a remote image URL: this server does not fetch URLs (a phone-side "
+                    "server must not); send the image inline as a data: URL (base64)";
+        return false;
+      }
+      media = edgellm::media_from_data_url(url, limits.max_bytes);
+    } else {
+      const json* a = part.contains("input_audio") ? &part["input_audio"] : nullptr;
+      if (!a || !a->is_object() || !a->contains("data") || !(*a)["data"].is_string()) {
+        *err = at + " has an input_audio part without base64 data";
+        return false;
+      }
+      const std::string format = a->value("format", "wav");
+      if (format != "wav" && format != "mp3" && format != "flac") {
+        *err = at + " has input_audio in format '" + format + "': use wav, mp3 or flac";
+        return false;
+      }
+      media = edgellm::media_from_data_url("data:audio/" + format + ";base64," +
+                                               (*a)["data"].get<std::string>(),
+                                           limits.max_bytes);
+    }
+    if (!media.ok()) {
+      *err = at + ": " + media.status().message();
+      return false;
+    }
+    r->media_bytes += media->bytes.size();
+    if (++r->n_media > limits.max_items) {
+      *err = "the request carries more than " + std::to_string(limits.max_items) +
+             " images or audio clips (this server's --max-media)";
+      return false;
+    }
+    if (r->media_bytes > limits.max_bytes) {
+      *err = "the request's media take more than " + std::to_string(limits.max_bytes) +
+             " bytes (this server's --max-media-bytes)";
+      return false;
+    }
+    msg->content += edgellm::media_marker();
+    msg->media.push_back(std::move(media).value());
   }
   return true;
 }
 
 }  // namespace
 
-bool parse_messages(const json& body, ChatRequest* r, std::string* err) {
+bool parse_messages(const json& body, const MediaLimits& limits, ChatRequest* r,
+                    std::string* err) {
   if (!body.contains("messages") || !body["messages"].is_array() || body["messages"].empty()) {
     *err = "messages must be a non-empty array";
     return false;
@@ -208,17 +264,17 @@ bool parse_messages(const json& body, ChatRequest* r, std::string* err) {
       *err = at + " needs a string role and a content";
       return false;
     }
-    std::string content;
-    if (m.contains("content") && !m["content"].is_null() &&
-        !content_text(m["content"], i, &content, err)) {
-      return false;
-    }
     if (role != "system" && role != "user" && role != "assistant" && role != "developer" &&
         role != "tool") {
       *err = at + " has role '" + role + "': use system, user, assistant or tool";
       return false;
     }
-    edgellm::ChatMessage msg{role == "developer" ? "system" : role, content};
+    edgellm::ChatMessage msg{role == "developer" ? "system" : role, ""};
+    if (m.contains("content") && !m["content"].is_null() &&
+        !content_parts(m["content"], i, role, limits, &msg, r, err)) {
+      return false;
+    }
+    const std::string content = msg.content;
     if (role == "tool") {
       if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
         *err = at + " (a tool result) needs tool_call_id: the id of the call it answers";
@@ -323,10 +379,12 @@ bool read_tools(const json& body, edgellm::GenerateOptions* o, std::string* err)
 
 json usage_json(const edgellm::Stats& s) {
   const int32_t prompt = s.n_prompt + s.n_cached;
+  json details = {{"cached_tokens", s.n_cached}};
+  if (s.n_media > 0) details["media_tokens"] = s.n_media_tokens;  // images' and audio's
   return {{"prompt_tokens", prompt},
           {"completion_tokens", s.n_gen},
           {"total_tokens", prompt + s.n_gen},
-          {"prompt_tokens_details", {{"cached_tokens", s.n_cached}}}};
+          {"prompt_tokens_details", std::move(details)}};
 }
 
 }  // namespace cli

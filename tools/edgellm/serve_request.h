@@ -1,5 +1,5 @@
 // The OpenAI-compatible request and response shapes of `edgellm serve` (cmd_serve_llm.cc):
-// sampling fields, chat messages (string or text-part content), usage, errors.
+// sampling fields, chat messages (string or parts: text, image_url, input_audio), usage, errors.
 #pragma once
 
 #include <httplib.h>
@@ -29,12 +29,20 @@ struct ChatRequest {
   std::string system;
   std::vector<edgellm::ChatMessage> messages;
   bool has_tool_messages = false;  // assistant tool_calls or tool results among them
+  size_t n_media = 0, media_bytes = 0;  // images and audio clips in user messages
+};
+// Bounds on a request's media (serve's --max-media, --max-media-bytes).
+struct MediaLimits {
+  size_t max_items = 8;
+  size_t max_bytes = size_t{20} << 20;
 };
 // tools, tool_choice, parallel_tool_calls and reasoning_format into `o` (the tools bounded by
 // o->grammar_limits); false with *err. Part of read_options.
 bool read_tools(const nlohmann::json& body, edgellm::GenerateOptions* o, std::string* err);
-// False with *err naming the first bad message.
-bool parse_messages(const nlohmann::json& body, ChatRequest* r, std::string* err);
+// False with *err naming the first bad message. Content parts: text; in user messages
+// image_url (data: URLs only: a remote URL is refused) and input_audio, within `limits`.
+bool parse_messages(const nlohmann::json& body, const MediaLimits& limits, ChatRequest* r,
+                    std::string* err);
 // usage, with prompt_tokens_details.cached_tokens.
 nlohmann::json usage_json(const edgellm::Stats& s);
 

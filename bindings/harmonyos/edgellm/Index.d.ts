@@ -313,6 +313,13 @@ export interface ChatMessage {
   /** tool: the id of the call this result answers, and the tool's name. */
   toolCallId?: string;
   name?: string;
+  /** user: the turn's images and audio clips (placed at its `<__media__>` markers, else
+   * before its text); the model must be loaded with its projector (mmprojPath). */
+  images?: MediaInput[];
+  audio?: MediaInput[];
+  /** In a conversation's history: how many images and audio clips the turn carries (their
+   * bytes stay native). */
+  readonly mediaCount?: number;
 }
 
 /** A tool the model may call: a name, what it does, and a JSON Schema of its arguments. */

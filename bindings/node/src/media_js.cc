@@ -1,5 +1,5 @@
-// Media for a generation from JS: `images` and `audio`, arrays of file paths (strings) or
-// encoded bytes (Uint8Array; index.js turns an ArrayBuffer into one). HarmonyOS has no
+// Media for a generation or a history message from JS: `images` and `audio`, arrays of file
+// paths (strings) or encoded bytes (Uint8Array or ArrayBuffer). HarmonyOS has no
 // Buffer: typed arrays only. The bytes are copied on the JS thread, before the work goes to the
 // model's worker, so the caller may reuse its array at once.
 #include "media_js.h"
@@ -8,6 +8,16 @@
 
 namespace edgellm::node {
 namespace {
+
+bool copy_bytes(napi_env env, const void* data, size_t length, const char* what, uint32_t i,
+                Media* m) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  m->bytes.assign(bytes, bytes + length);
+  if (!m->bytes.empty()) return true;
+  napi_throw_range_error(env, "ERR_INVALID_ARG_VALUE",
+                         (std::string(what) + "[" + std::to_string(i) + "] is empty").c_str());
+  return false;
+}
 
 bool read_list(napi_env env, napi_value list, const char* what, std::vector<Media>* out) {
   bool is_array = false;
@@ -25,10 +35,16 @@ bool read_list(napi_env env, napi_value list, const char* what, std::vector<Medi
     napi_valuetype t = napi_undefined;
     napi_typeof(env, v, &t);
     Media m;
-    bool is_typed = false;
+    bool is_typed = false, is_buffer = false;
     napi_is_typedarray(env, v, &is_typed);
+    napi_is_arraybuffer(env, v, &is_buffer);
     if (t == napi_string) {
       if (!get_string(env, v, what, &m.path)) return false;
+    } else if (is_buffer) {  // history messages reach here without index.js's conversion
+      void* data = nullptr;
+      size_t length = 0;
+      napi_get_arraybuffer_info(env, v, &data, &length);
+      if (!copy_bytes(env, data, length, what, i, &m)) return false;
     } else if (is_typed) {
       napi_typedarray_type type = napi_int8_array;
       size_t length = 0, offset = 0;
@@ -41,13 +57,7 @@ bool read_list(napi_env env, napi_value list, const char* what, std::vector<Medi
                                "] must be a Uint8Array of the file's bytes").c_str());
         return false;
       }
-      const auto* bytes = static_cast<const uint8_t*>(data);
-      m.bytes.assign(bytes, bytes + length);
-      if (m.bytes.empty()) {
-        napi_throw_range_error(env, "ERR_INVALID_ARG_VALUE",
-                               (std::string(what) + "[" + std::to_string(i) + "] is empty").c_str());
-        return false;
-      }
+      if (!copy_bytes(env, data, length, what, i, &m)) return false;
     } else {
       napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
                             (std::string(what) + "[" + std::to_string(i) +

@@ -3,6 +3,7 @@
 // order with generate(). JS contract: index.d.ts (Conversation); design: docs/node.md.
 #include "native_conversation.h"
 
+#include "media_js.h"
 #include "model_state.h"
 
 namespace edgellm::node {
@@ -19,6 +20,8 @@ napi_value history_array(napi_env env, const std::vector<ChatMessage>& h) {
     if (!h[i].tool_call_id.empty()) set(env, m, "toolCallId", h[i].tool_call_id);
     if (!h[i].name.empty()) set(env, m, "name", h[i].name);
     if (!h[i].tool_calls.empty()) set(env, m, "toolCalls", tool_calls_array(env, h[i].tool_calls));
+    // The turn's images and audio stay native (their bytes are not copied back): a count.
+    if (!h[i].media.empty()) set(env, m, "mediaCount", static_cast<double>(h[i].media.size()));
     napi_set_element(env, arr, static_cast<uint32_t>(i), m);
   }
   return arr;
@@ -292,7 +295,7 @@ bool read_messages(napi_env env, napi_value v, std::vector<ChatMessage>* out) {
     // Tool turns (index.js normalizes them): an assistant's calls, a tool's result.
     if (!opt_string(env, e, "reasoning", &m.reasoning) ||
         !opt_string(env, e, "toolCallId", &m.tool_call_id) || !opt_string(env, e, "name", &m.name) ||
-        !read_tool_calls(env, e, &m.tool_calls)) {
+        !read_tool_calls(env, e, &m.tool_calls) || !read_media(env, e, &m.media)) {
       return false;
     }
     out->push_back(std::move(m));

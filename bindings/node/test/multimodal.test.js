@@ -78,3 +78,33 @@ test('bad media are clear errors; a model without a projector says so', async ()
   await assert.rejects(Model.load(synth('tiny', 'Q8_0'), { mmprojPath: synth('tiny', 'Q8_0') }),
                        /not a projector/);
 });
+
+test('a conversation turn with a photo\'s bytes: later turns reuse it; setHistory takes media', async () => {
+  const { model, mmproj } = multimodal();
+  const m = await Model.load(model, { mmprojPath: mmproj, imageMaxTokens: 64, threads: 2,
+                                      ctx: 1024, warmup: false });
+  try {
+    const c = await m.conversation();
+    const bytes = new Uint8Array(fs.readFileSync(image));
+    const opts = { temperature: 0, maxTokens: 3 };
+    const first = await c.send('What is in this photo?', { ...opts, images: [bytes] });
+    assert.equal(first.stats.nMedia, 1);
+    assert.equal(first.stats.nMediaTokens, 128);
+    const second = await c.send('And the colours?', opts);
+    assert.equal(second.stats.nMedia, 1, 'the photo is still in the prompt');
+    assert.ok(second.stats.nCached > 128, `reused ${second.stats.nCached}`);
+    assert.equal(second.stats.mediaEncodeMs, 0);
+    assert.equal(c.history[0].mediaCount, 1);
+    assert.equal(c.history[2].mediaCount, undefined);
+
+    // A history with an image as an ArrayBuffer (no Buffer on HarmonyOS), answered again.
+    await c.setHistory([{ role: 'user', content: 'Describe it.', images: [bytes.slice().buffer] }]);
+    const r = await c.regenerate(opts);
+    assert.equal(r.stats.nMedia, 1);
+    assert.equal(r.stats.mediaEncodeMs, 0, 'the same photo: its encoding is cached');
+    await assert.rejects(c.setHistory([{ role: 'user', content: 'x', images: [7] }]),
+                         /must be a file path or a Uint8Array/);
+  } finally {
+    await m.dispose();
+  }
+});
