@@ -2,6 +2,7 @@
 // vision projector, random weights) against llama.cpp's own llama-mtmd-cli.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/utf8.h"
+#include "engine/llama_glue_mtmd.h"
+#include "edgellm/planner.h"
 #include "edgellm/session.h"
 #include "edgellm/synth.h"
 #include "gguf.h"
@@ -340,6 +343,113 @@ TEST(Multimodal, RunWithAnImageFromTheCli) {
   const auto bad = testutil::run_cli("run -m " + text + " --image " + kImage + " -p hi -n 2 -q");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.err.find("pass --mmproj FILE"), std::string::npos) << bad.err;
+}
+
+// WAV bytes: `seconds` of a 440 Hz tone at `rate` Hz, 16-bit mono; the header's data size
+// claims `claim_seconds` instead when that is not 0.
+std::vector<uint8_t> wav(double seconds, int rate, double claim_seconds = 0) {
+  const uint32_t n = static_cast<uint32_t>(seconds * rate);
+  const uint32_t data = static_cast<uint32_t>((claim_seconds > 0 ? claim_seconds : seconds) * rate * 2);
+  std::vector<uint8_t> b;
+  auto put = [&](const void* p, size_t k) {
+    b.insert(b.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + k);
+  };
+  auto u32 = [&](uint32_t v) { put(&v, 4); };
+  auto u16 = [&](uint16_t v) { put(&v, 2); };
+  put("RIFF", 4);
+  u32(36 + data);
+  put("WAVEfmt ", 8);
+  u32(16);
+  u16(1);
+  u16(1);
+  u32(static_cast<uint32_t>(rate));
+  u32(static_cast<uint32_t>(rate) * 2);
+  u16(2);
+  u16(16);
+  put("data", 4);
+  u32(data);
+  for (uint32_t i = 0; i < n; ++i) {
+    u16(static_cast<uint16_t>(static_cast<int16_t>(8000 * std::sin(i * 2 * 3.14159265 * 440 / rate))));
+  }
+  return b;
+}
+
+// Audio is decoded in bounded blocks: a clip within the limit comes back whole at 16 kHz; one
+// longer than the limit is refused naming the limit, and no more than the limit is decoded;
+// a header that claims hours it does not hold allocates nothing for them.
+TEST(Multimodal, AudioIsDecodedWithinItsLengthBound) {
+  const std::vector<uint8_t> tone = wav(2.0, 8000);
+  auto pcm = engine::decode_audio_pcm(tone.data(), tone.size(), 16000, 600);
+  ASSERT_TRUE(pcm.ok()) << pcm.status().ToString();
+  EXPECT_NEAR(static_cast<double>(pcm->size()), 32000, 200);  // resampled to 16 kHz
+
+  const std::vector<uint8_t> long_clip = wav(12.0, 8000);
+  auto refused = engine::decode_audio_pcm(long_clip.data(), long_clip.size(), 16000, 10);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("limit of 10 s"), std::string::npos)
+      << refused.status().ToString();
+
+  // Five hours claimed, half a second present: what is there is decoded, and nothing is
+  // allocated for the claim (the decoder reads blocks, never the header's length at once).
+  const std::vector<uint8_t> liar = wav(0.5, 16000, 5 * 3600);
+  auto claimed = engine::decode_audio_pcm(liar.data(), liar.size(), 16000, 600);
+  ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+  EXPECT_EQ(claimed->size(), 8000u);
+
+  const std::string mp3 = testutil::read_file(std::string(EDGELLM_TEST_SOURCE_DIR) +
+                                              "/third_party/llama.cpp/tools/mtmd/test-2.mp3");
+  auto music = engine::decode_audio_pcm(reinterpret_cast<const uint8_t*>(mp3.data()), mp3.size(),
+                                        16000, 600);
+  ASSERT_TRUE(music.ok()) << music.status().ToString();
+  EXPECT_GT(music->size(), 16000u);
+  auto cut = engine::decode_audio_pcm(reinterpret_cast<const uint8_t*>(mp3.data()), mp3.size(),
+                                      16000, 1);
+  EXPECT_EQ(cut.status().code(), Code::kInvalidArgument);
+  const uint8_t noise[] = {'R', 'I', 'F', 'F', 1, 2, 3, 4, 'W', 'A', 'V', 'E', 9, 9, 9};
+  EXPECT_FALSE(engine::decode_audio_pcm(noise, sizeof noise, 16000, 600).ok());
+  std::printf("test-2.mp3: %.1f s at 16 kHz\n", music->size() / 16000.0);
+}
+
+// The memory plan counts the projector: its weights and its encoder's compute buffer (mtmd's
+// dry run), so a budget the text model alone fits can be one the pair does not.
+TEST(Multimodal, ThePlanCountsTheProjector) {
+  const std::string text = testutil::synth_multimodal("smolvlm-256m", "Q8_0");
+  const std::string mmproj = testutil::synth_mmproj_path("smolvlm-256m");
+  PlanOptions po;
+  po.n_ctx = 2048;
+  po.ram_bytes = 8ull << 30;
+  auto alone = plan_memory(text, po);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->projector_bytes, 0u);
+  po.mmproj_path = mmproj;
+  po.image_max_tokens = 64;
+  auto pair = plan_memory(text, po);
+  ASSERT_TRUE(pair.ok()) << pair.status().ToString();
+  const uint64_t file = std::filesystem::file_size(mmproj);
+  EXPECT_GT(pair->projector_bytes, file * 95 / 100) << "the weights alone are the file's size";
+  EXPECT_LT(pair->projector_bytes, file * 4) << pair->projector_bytes;
+  EXPECT_EQ(pair->total_bytes, alone->total_bytes + pair->projector_bytes);
+  std::printf("plan: text %.1f MiB, projector %.1f MiB (file %.1f MiB)\n",
+              alone->total_bytes / 1048576.0, pair->projector_bytes / 1048576.0, file / 1048576.0);
+
+  // A device whose budget (40% of RAM) holds the text model but not the pair.
+  po.ram_bytes = static_cast<uint64_t>((alone->total_bytes + pair->projector_bytes / 2) / 0.4);
+  auto tight = plan_memory(text, po);
+  ASSERT_TRUE(tight.ok());
+  EXPECT_FALSE(tight->fits);
+  po.mmproj_path.clear();
+  auto tight_alone = plan_memory(text, po);
+  ASSERT_TRUE(tight_alone.ok());
+  EXPECT_TRUE(tight_alone->fits);
+
+  // A file that is no projector is an error, not an abort in clip.cpp.
+  po.mmproj_path = text;
+  auto bad = plan_memory(text, po);
+  EXPECT_FALSE(bad.ok());
+  const auto cli = testutil::run_cli("plan " + text + " --mmproj " + mmproj +
+                                     " --image-max-tokens 64 --ctx 1024 --json");
+  ASSERT_EQ(cli.rc, 0) << cli.err;
+  EXPECT_GT(nlohmann::json::parse(cli.out)["projector_bytes"].get<uint64_t>(), file * 95 / 100);
 }
 
 TEST(MultimodalFixture, AProjectorOnlyForPresetsWithOneAndNotOverTheModel) {

@@ -1,15 +1,16 @@
 #!/usr/bin/env node
-// edgellm demo: one page over the Node addon (bindings/node) with a model picker, the device and
-// memory plan, staged first-run progress (download, engine, warm-up), streamed chat, and
-// documents a chat turn can be answered from (with the chunks it cites).
-import { mkdirSync, readFileSync } from 'node:fs';
+// edgellm demo: one page over the Node addon (bindings/node) with a model picker (and the
+// model's projector, for images and audio in a turn), the device and memory plan, staged
+// first-run progress (download, engine, warm-up), streamed chat, and documents a chat turn can
+// be answered from (with the chunks it cites).
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Demo } from './lib/demo.mjs';
+import { Demo, kMaxChatBody } from './lib/demo.mjs';
 import { kMaxDocBytes } from './lib/docs.mjs';
 import { HttpError, readJson, sendError, sendJson } from './lib/http.mjs';
 
@@ -24,12 +25,19 @@ Serves the edgellm demo page and its JSON/SSE API.
 Options:
   --port P         TCP port; 0 picks a free one (default 8080)
   --host H         address to listen on (default 127.0.0.1; 0.0.0.0 for a LAN)
-  --models DIR     folder whose .gguf files the picker offers besides edgellm's own model
-                   (default ${path.join(root, 'models')})
+  --models DIR     folder whose .gguf files the picker offers besides edgellm's own model;
+                   files whose name contains "mmproj" are offered as projectors instead
+                   (default ${path.join(root, 'models')}, which need not exist)
   --store DIR      model store to pull into and list; the demo's conversation is saved
                    there too (default ${defaultStore})
   --manifest URL   manifest URL the page offers to pull (e.g. http://127.0.0.1:8081/manifest.json)
   --threads N      worker threads per model (default: the addon's, physical cores)
+  --mmproj FILE    a projector (mmproj GGUF) offered first in the page's Projector picker and
+                   picked by default: a model loaded with it takes images (or audio) in a turn
+  --image-max-tokens N
+                   at most N tokens per image when a projector is loaded (default 64: one
+                   512-pixel tile and the overview, 128 tokens for SmolVLM; 0: the projector's
+                   own limit, for SmolVLM up to 4 x 4 tiles and the overview, 17 encodes)
   --embedding-model FILE
                    an embedding model (GGUF) for the Documents panel: text files added there
                    are chunked, embedded and kept in STORE/demo-docs/, and a chat turn can be
@@ -49,10 +57,12 @@ function parseCli(argv) {
     ({ values } = parseArgs({ args: argv, strict: true, options: {
       port: { type: 'string', default: '8080' },
       host: { type: 'string', default: '127.0.0.1' },
-      models: { type: 'string', default: path.join(root, 'models') },
+      models: { type: 'string' },
       store: { type: 'string', default: defaultStore },
       manifest: { type: 'string', default: '' },
       threads: { type: 'string' },
+      mmproj: { type: 'string', default: '' },
+      'image-max-tokens': { type: 'string', default: '64' },
       'embedding-model': { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
     } }));
@@ -71,9 +81,20 @@ function parseCli(argv) {
   if (!Number.isInteger(threads) || threads < 0) {
     fail(`--threads ${values.threads}: want an integer >= 1 (or 0: the addon's default)`);
   }
-  return { port, host: values.host, modelsDir: path.resolve(values.models),
-           store: path.resolve(values.store), manifest: values.manifest, threads,
-           embeddingModel: values['embedding-model'] };
+  const imageMaxTokens = Number(values['image-max-tokens']);
+  if (!Number.isInteger(imageMaxTokens) || imageMaxTokens < 0) {
+    fail(`--image-max-tokens ${values['image-max-tokens']}: want an integer >= 1 (or 0: the ` +
+         'projector\'s own limit)');
+  }
+  const mmproj = values.mmproj ? path.resolve(values.mmproj) : '';
+  if (mmproj && !statSync(mmproj, { throwIfNoEntry: false })?.isFile()) {
+    fail(`--mmproj ${values.mmproj}: no such file (want a projector, an mmproj .gguf)`);
+  }
+  return { port, host: values.host,
+           modelsDir: path.resolve(values.models ?? path.join(root, 'models')),
+           modelsDirGiven: values.models !== undefined,
+           store: path.resolve(values.store), manifest: values.manifest, threads, mmproj,
+           imageMaxTokens, embeddingModel: values['embedding-model'] };
 }
 
 function loadAddon() {
@@ -120,7 +141,7 @@ function route(demo, addon, cli) {
         case 'GET /api/status': return sendJson(res, 200, demo.status());
         case 'GET /api/events': return demo.listen(res);
         case 'POST /api/load': return sendJson(res, 200, await demo.load(await readJson(req)));
-        case 'POST /api/chat': return await demo.chat(res, await readJson(req));
+        case 'POST /api/chat': return await demo.chat(res, await readJson(req, kMaxChatBody));
         case 'POST /api/cancel': return sendJson(res, 200, demo.cancel());
         case 'GET /api/conversation': return sendJson(res, 200, demo.conversation());
         case 'POST /api/reset': return sendJson(res, 200, await demo.reset());

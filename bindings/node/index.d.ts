@@ -448,7 +448,9 @@ export interface MemoryPlan {
 /** Plans peak memory from the GGUF header without reading weights (docs/device-and-planner.md). */
 export function planMemory(path: string,
                            options?: { ctx?: number; batch?: number; ramBytes?: number;
-                                       budgetFraction?: number }): Promise<MemoryPlan>;
+                                       budgetFraction?: number;
+                                       /** The model's projector: planned too. */
+                                       mmprojPath?: string; imageMaxTokens?: number }): Promise<MemoryPlan>;
 
 export interface PullProgress {
   stage: "manifest" | "download" | "verify" | "commit" | "activate" | "gc" | "done";

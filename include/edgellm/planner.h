@@ -34,6 +34,10 @@ struct PlanOptions {
   // output rows llama.cpp reserves for every token of a decode (n_vocab + n_embd floats each).
   bool embedding = false;
   int32_t embed_texts = 64;
+  // The model's projector (LoadOptions::mmproj_path) and its image_max_tokens: its weights and
+  // its encoder's compute buffer are planned too. Default none.
+  std::string mmproj_path;
+  int32_t image_max_tokens = -1;
 };
 
 struct MemoryPlan {
@@ -53,7 +57,10 @@ struct MemoryPlan {
   uint64_t compute_bytes = 0;   // compute buffers (libllama dry run)
   uint64_t overhead_bytes = 0;  // vocabulary tables, runtime and allocator slack
   uint64_t outputs_bytes = 0;   // embedding: the per-token output rows of one decode
-  uint64_t total_bytes = 0;     // weights + kv + compute + overhead (+ outputs)
+  // With PlanOptions::mmproj_path: the projector's weights and its encoder's compute buffer
+  // for the largest image, as llama.cpp's mtmd sizes them in a dry run.
+  uint64_t projector_bytes = 0;
+  uint64_t total_bytes = 0;     // weights + kv + compute + overhead (+ outputs, + projector)
   // Verdict.
   bool fits = false;
   int32_t max_ctx_that_fits = 0;  // 0 when even a 256-token context does not fit

@@ -2,13 +2,36 @@
 #include "engine/llama_glue_mtmd.h"
 
 #include <climits>
+#include <map>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <vector>
 
 #include "engine/llama_glue.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
+// miniaudio, compiled here as mtmd's helper compiles it (decoding only, every function static):
+// the helper keeps its copy private, and edgellm reads audio in bounded blocks itself.
+#define MINIAUDIO_IMPLEMENTATION
+#define MA_NO_ENCODING
+#define MA_NO_DEVICE_IO
+#define MA_NO_RESOURCE_MANAGER
+#define MA_NO_NODE_GRAPH
+#define MA_NO_ENGINE
+#define MA_NO_GENERATION
+#define MA_API static
+// Its one global that MA_API does not make static, renamed so it cannot clash with the helper's.
+#define ma_atomic_global_lock edgellm_ma_atomic_global_lock
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wall"
+#pragma GCC diagnostic ignored "-Wextra"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wshadow"
+#include "miniaudio/miniaudio.h"
+#pragma GCC diagnostic pop
 #include "stb/stb_image.h"
 
 namespace edgellm::engine {
@@ -69,8 +92,100 @@ Result<ProjectorPtr> load_projector(const std::string& mmproj, const llama_model
   return p;
 }
 
+Result<uint64_t> projector_memory(const std::string& mmproj, int32_t image_max_tokens) {
+  mtmd_context_params mp = mtmd_context_params_default();
+  mp.use_gpu = false;
+  mp.print_timings = false;
+  mp.warmup = true;  // the dry run sizes the encoder's compute buffer for the largest image
+  if (image_max_tokens > 0) mp.image_max_tokens = image_max_tokens;
+  take_llama_errors();
+  std::map<ggml_backend_dev_t, size_t> usage;
+  try {
+    usage = mtmd_get_memory_usage(mmproj.c_str(), mp);
+  } catch (const std::exception& e) {
+    return Status::CorruptData("llama.cpp threw while sizing the projector " + mmproj + ": " +
+                               e.what());
+  }
+  if (usage.empty()) {
+    const std::string why = take_llama_errors();
+    return Status::CorruptData("llama.cpp could not size the projector " + mmproj +
+                               (why.empty() ? std::string() : ": " + why));
+  }
+  uint64_t total = 0;
+  for (const auto& [dev, bytes] : usage) total += bytes;
+  return total;
+}
+
+namespace {
+
+// mtmd's helper tells audio from images by these first bytes (WAV, FLAC, MP3 with an ID3 tag
+// or a frame sync).
+bool audio_magic(const uint8_t* b, size_t n) {
+  auto at = [&](size_t i, const char* s) {
+    return n >= i + std::strlen(s) && std::memcmp(b + i, s, std::strlen(s)) == 0;
+  };
+  if (at(0, "RIFF") && at(8, "WAVE")) return true;
+  if (at(0, "fLaC") || at(0, "ID3")) return true;
+  return n >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0;
+}
+
+}  // namespace
+
+Result<std::vector<float>> decode_audio_pcm(const uint8_t* data, size_t n, int sample_rate,
+                                            double max_seconds) {
+  ma_decoder_config cfg = ma_decoder_config_init(ma_format_f32, 1, static_cast<ma_uint32>(sample_rate));
+  ma_decoder dec;
+  if (ma_decoder_init_memory(data, n, &cfg, &dec) != MA_SUCCESS) {
+    return Status::InvalidArgument("the audio could not be decoded (WAV, MP3 or FLAC expected): "
+                                   "the file is damaged or of another kind");
+  }
+  const uint64_t max_frames = static_cast<uint64_t>(max_seconds * sample_rate);
+  auto too_long = [&](double seconds) {
+    return Status::InvalidArgument(
+        "the audio is " + std::to_string(static_cast<int64_t>(seconds)) + " s long or more, over "
+        "the limit of " + std::to_string(static_cast<int64_t>(max_seconds)) + " s: cut it first");
+  };
+  ma_uint64 claimed = 0;
+  if (ma_decoder_get_length_in_pcm_frames(&dec, &claimed) == MA_SUCCESS && claimed > max_frames) {
+    ma_decoder_uninit(&dec);
+    return too_long(static_cast<double>(claimed) / sample_rate);
+  }
+  std::vector<float> pcm;
+  const ma_uint64 block = static_cast<ma_uint64>(sample_rate);
+  try {
+    for (;;) {
+      const size_t at = pcm.size();
+      pcm.resize(at + block);
+      ma_uint64 got = 0;
+      const ma_result r = ma_decoder_read_pcm_frames(&dec, pcm.data() + at, block, &got);
+      pcm.resize(at + got);
+      if (pcm.size() > max_frames) {
+        ma_decoder_uninit(&dec);
+        return too_long(static_cast<double>(pcm.size()) / sample_rate);
+      }
+      if (r != MA_SUCCESS || got < block) break;
+    }
+  } catch (const std::exception& e) {  // std::bad_alloc
+    ma_decoder_uninit(&dec);
+    return Status::InvalidArgument(std::string("the audio could not be decoded: ") + e.what());
+  }
+  ma_decoder_uninit(&dec);
+  if (pcm.empty()) return Status::InvalidArgument("the audio holds no samples");
+  return pcm;
+}
+
 Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, const std::string& id,
-                               int64_t max_pixels, bool* is_audio) {
+                               int64_t max_pixels, double max_audio_seconds, bool* is_audio) {
+  const int sample_rate = mtmd_get_audio_sample_rate(p->ctx);
+  if (sample_rate > 0 && audio_magic(data, n)) {
+    *is_audio = true;
+    Result<std::vector<float>> pcm = decode_audio_pcm(data, n, sample_rate, max_audio_seconds);
+    if (!pcm.ok()) return pcm.status();
+    mtmd_bitmap* b = mtmd_bitmap_init_from_audio(pcm->size(), pcm->data());
+    if (!b) return Status::InvalidArgument("llama.cpp refused the audio's samples");
+    mtmd_bitmap_set_id(b, id.c_str());
+    return BitmapPtr(new Bitmap{b});
+  }
   // The image's size from its header, before stb allocates the pixels.
   int px_w = 0, px_h = 0, comp = 0;
   if (n <= static_cast<size_t>(INT32_MAX) &&

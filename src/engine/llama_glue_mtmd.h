@@ -35,6 +35,11 @@ Result<ProjectorPtr> load_projector(const std::string& mmproj, const llama_model
                                     int32_t n_threads, int32_t image_max_tokens,
                                     ProjectorInfo* info);
 
+// The memory `mmproj` takes once loaded: its weights and the encoder's compute buffer for the
+// largest image (mtmd's own dry run: no weights are read). Check the file first
+// (check_projector): clip.cpp aborts on keys of the wrong type.
+Result<uint64_t> projector_memory(const std::string& mmproj, int32_t image_max_tokens);
+
 // The marker mtmd replaces with a media item's chunks.
 const char* media_marker_text();
 
@@ -45,11 +50,18 @@ struct BitmapFree {
 };
 using BitmapPtr = std::unique_ptr<Bitmap, BitmapFree>;
 
-// Decodes encoded bytes (JPEG, PNG, BMP, GIF; WAV, MP3, FLAC) with mtmd's helpers. `id`
-// becomes the bitmap's id. kInvalidArgument when the bytes are neither, or when an image's
-// header says it has more than `max_pixels` (checked before decoding).
+// Decodes encoded bytes (JPEG, PNG, BMP, GIF with mtmd's helper; WAV, MP3, FLAC with
+// miniaudio as the helper does, for a projector that takes audio). `id` becomes the bitmap's
+// id. kInvalidArgument when the bytes are neither, when an image's header says it has more
+// than `max_pixels` (checked before decoding), or when audio runs longer than
+// `max_audio_seconds` (by its header, else while decoding: never more is decoded).
 Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, const std::string& id,
-                               int64_t max_pixels, bool* is_audio);
+                               int64_t max_pixels, double max_audio_seconds, bool* is_audio);
+// Audio (WAV, MP3, FLAC) as mono f32 samples at `sample_rate`, as mtmd's helper decodes it, but
+// read in one-second blocks: more than `max_seconds` (by the header's claim, else by what
+// decodes) is a kInvalidArgument naming both, and never more is decoded.
+Result<std::vector<float>> decode_audio_pcm(const uint8_t* data, size_t n, int sample_rate,
+                                            double max_seconds);
 
 // A prompt with media, tokenized: text chunks carry their tokens, media chunks the number of
 // embeddings they add; `handle` is the chunk, for encode_media_chunk (valid while the

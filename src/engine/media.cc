@@ -176,7 +176,8 @@ Status decode_item(ProjectorState& ps, const std::vector<uint8_t>& bytes, uint64
   const std::string id = hex64(content);
   bool audio = false;
   Result<BitmapPtr> b =
-      decode_media(ps.projector.get(), bytes.data(), bytes.size(), id, kMaxImagePixels, &audio);
+      decode_media(ps.projector.get(), bytes.data(), bytes.size(), id, kMaxImagePixels,
+                   kMaxAudioSeconds, &audio);
   if (!b.ok()) return Status(b.status().code(), which + ": " + b.status().message());
   if (audio && !ps.info.audio) {
     return Status::InvalidArgument(which + " is audio, but this projector encodes images only");

@@ -31,6 +31,7 @@ llama_token media_token(uint64_t hash, int32_t i);
 inline constexpr size_t kMaxMediaBytes = size_t{64} << 20;
 inline constexpr int64_t kMaxImagePixels = 40'000'000;
 inline constexpr size_t kMaxMediaItems = 32;
+inline constexpr double kMaxAudioSeconds = 600;  // ten minutes: 20 of a whisper encoder's windows
 
 // What an image file's header says (media_bounds.cc): PNG, JPEG, GIF or BMP; its size; and
 // whether the file ends as such a file must (a cut file decodes to grey in stb, not an error).

@@ -8,6 +8,7 @@
 #include "edgellm/device.h"
 #include "edgellm/embed.h"
 #include "engine/llama_glue.h"
+#include "engine/llama_glue_mtmd.h"
 #include "engine/model_impl.h"
 #include "ggml-backend.h"
 #include "llama-ext.h"
@@ -216,11 +217,21 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
   p.kv_bytes_llama = dr.context;
   p.compute_bytes = dr.compute;
   p.overhead_bytes = runtime_overhead(info);
-  p.total_bytes = p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes;
+  if (!o.mmproj_path.empty()) {
+    // Checked first: llama.cpp's clip.cpp aborts on a key of the wrong type.
+    uint64_t file_bytes = 0;
+    EDGELLM_RETURN_IF_ERROR(precheck_gguf(o.mmproj_path, &file_bytes));
+    EDGELLM_RETURN_IF_ERROR(check_projector(o.mmproj_path, info.n_embd));
+    Result<uint64_t> proj = engine::projector_memory(o.mmproj_path, o.image_max_tokens);
+    if (!proj.ok()) return proj.status();
+    p.projector_bytes = *proj;
+  }
+  p.total_bytes =
+      p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes + p.projector_bytes;
   p.fits = p.total_bytes <= p.budget_bytes;
 
   // Largest context (a multiple of 256) within the budget; KV and compute grow with n_ctx.
-  const uint64_t fixed = p.weights_bytes + p.overhead_bytes;
+  const uint64_t fixed = p.weights_bytes + p.overhead_bytes + p.projector_bytes;
   auto fits_at = [&](int32_t ctx) {
     DryRun d;
     if (!dry_run(*(*model)->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d).ok()) {
@@ -244,6 +255,7 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
     } else {
       p.advice = "needs " + gib(p.total_bytes) + ", budget is " + gib(p.budget_bytes) +
                  ": the weights alone take " + gib(p.weights_bytes) +
+                 (p.projector_bytes > 0 ? " and the projector " + gib(p.projector_bytes) : "") +
                  (p.formula_bits > 4 ? "; use a lower-bit quantization (e.g. Q4_K_M) or a smaller model"
                                      : "; use a smaller model") +
                  ", or fall back to the cloud on this device";

@@ -141,6 +141,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& options) 
     po.ram_bytes = o.ram_bytes ? o.ram_bytes : device->total_ram_bytes;
     po.n_ctx = o.session.n_ctx;
     po.n_batch = o.session.n_batch;
+    po.mmproj_path = o.load.mmproj_path;
+    po.image_max_tokens = o.load.image_max_tokens;
     auto plan = plan_memory(o.model_path, po);
     if (!plan.ok() && plan.status().code() == Code::kInvalidArgument) {
       return plan.status();  // the options are unusable (e.g. a negative n_ctx), not the device

@@ -136,6 +136,10 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--ram", a.ram, "Device RAM, e.g. 6G, 8GB, 12GiB (default: this machine)");
   cmd->add_option("--ctx", a.o.n_ctx, "Context length (default min(train ctx, 2048))");
   cmd->add_option("--batch", a.o.n_batch, "Prefill chunk (default 512)");
+  cmd->add_option("--mmproj", a.o.mmproj_path,
+                  "The model's projector (mmproj .gguf): plan its weights and encoder too");
+  cmd->add_option("--image-max-tokens", a.o.image_max_tokens,
+                  "Tokens per image at most, as the projector will be loaded (default: its own)");
   cmd->add_option("--kv-type", a.kv, "KV cache type: f16 (default), q8_0, q4_0");
   cmd->add_option("--budget", a.o.budget_fraction, "Share of RAM the app may use (default 0.4)");
   cmd->add_option("--task", a.task, "chat, summarize, intent, code or math: advise a quantization");
@@ -193,6 +197,7 @@ Action add_plan(CLI::App& app) {
                           {"compute_bytes", p->compute_bytes},
                           {"overhead_bytes", p->overhead_bytes},
                           {"outputs_bytes", p->outputs_bytes},
+                          {"projector_bytes", p->projector_bytes},
                           {"embedding", o.embedding},
                           {"total_bytes", p->total_bytes},
                           {"fits", p->fits},
@@ -228,6 +233,10 @@ Action add_plan(CLI::App& app) {
     if (o.embedding) {
       std::printf("  outputs   %12s  (llama.cpp's output rows for every token of a batch)\n",
                   human_bytes(p->outputs_bytes).c_str());
+    }
+    if (p->projector_bytes > 0) {
+      std::printf("  projector %12s  (weights + encoder compute, mtmd dry run)\n",
+                  human_bytes(p->projector_bytes).c_str());
     }
     std::printf("  total     %12s\n", human_bytes(p->total_bytes).c_str());
     std::printf("verdict: %s; largest context within budget: %d\n",

@@ -1,6 +1,7 @@
-// The demo's state: the one loaded model and its conversation (saved after every turn, so a
-// reloaded page or a restarted server resumes it), the staged load (pull, engine, warm-up)
-// broadcast to every progress listener, and the one running reply with its AbortController.
+// The demo's state: the one loaded model (with its projector, when one was picked) and its
+// conversation (saved after every turn, so a reloaded page or a restarted server resumes it),
+// the staged load (pull, engine, warm-up) broadcast to every progress listener, and the one
+// running reply with its AbortController.
 import { existsSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +11,10 @@ import { HttpError, sendError, sseSend, sseStart } from './http.mjs';
 
 const kMaxPrompt = 16 * 1024;  // characters
 const kMaxTokens = 8192;
+// One attached image or audio clip per turn, sent as base64 in the chat request's JSON.
+export const kMaxMediaBytes = 16 * 1024 * 1024;
+export const kMaxChatBody = Math.ceil(kMaxMediaBytes / 3) * 4 + 256 * 1024;
+const kMaxMediaItems = 4;
 // edgellm's own trained model (docs/training.md): the picker's first, default choice.
 const kBundled = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
                               '../../assets/edgellm-tiny-F32.gguf');
@@ -20,10 +25,14 @@ function describe(err) {
 }
 
 export class Demo {
-  constructor(addon, { modelsDir, store, threads, embeddingModel }) {
+  constructor(addon, { modelsDir, modelsDirGiven, store, threads, mmproj, imageMaxTokens,
+                       embeddingModel }) {
     this.addon = addon;
     this.docs = new Docs(addon, { embeddingModel, store, threads });
     this.modelsDir = modelsDir;
+    this.modelsDirGiven = modelsDirGiven;
+    this.mmproj = mmproj;                  // --mmproj: the default projector ('' for none)
+    this.imageMaxTokens = imageMaxTokens;  // 0: the projector's own limit
     this.store = store;
     this.threads = threads;
     this.model = null;      // the loaded Model
@@ -31,16 +40,29 @@ export class Demo {
     this.convFile = path.join(store, 'demo-conversation.kv');
     this.restored = null;   // what restoring the saved conversation gave, for the page
     this.replyStats = [];   // the stats of each assistant message of the history (null: unknown)
+    this.mediaKinds = new Set();  // what this conversation's turns attached: image, audio
     this.loading = null;    // { target } while a pull or load runs
     this.gen = null;        // { controller } while a generation runs
     this.listeners = new Set();
     this.lastStage = null;  // replayed to a listener that connects mid-load
   }
 
-  // GET /api/models: the .gguf files of --models and the versions installed in --store.
+  // GET /api/models: the .gguf files of --models and the versions installed in --store, and the
+  // projectors (--mmproj, and the files of --models whose name contains "mmproj").
   async models() {
     const models = [];
+    const projectors = [];
     const errors = [];
+    const notes = [];
+    if (this.mmproj) {
+      const st = await stat(this.mmproj).catch(() => null);
+      if (st?.isFile()) {
+        projectors.push({ source: 'option', id: path.basename(this.mmproj), path: this.mmproj,
+                          sizeBytes: st.size });
+      } else {
+        errors.push(`--mmproj ${this.mmproj} is gone`);
+      }
+    }
     const bundled = await stat(kBundled).catch(() => null);
     if (bundled?.isFile()) {
       models.push({ source: 'bundled', id: 'edgellm-tiny (trained, bilingual)', path: kBundled,
@@ -51,10 +73,19 @@ export class Demo {
         if (!name.endsWith('.gguf')) continue;
         const file = path.join(this.modelsDir, name);
         const st = await stat(file).catch(() => null);
-        if (st?.isFile()) models.push({ source: 'file', id: name, path: file, sizeBytes: st.size });
+        if (!st?.isFile()) continue;
+        const entry = { source: 'file', id: name, path: file, sizeBytes: st.size };
+        if (!/mmproj/i.test(name)) models.push(entry);
+        else if (file !== this.mmproj) projectors.push(entry);
       }
     } catch (err) {
-      errors.push(`cannot list --models ${this.modelsDir}: ${err.message}`);
+      if (err.code === 'ENOENT' && !this.modelsDirGiven) {
+        // The default folder is optional: no error, just how to offer more models.
+        notes.push(`no models/ folder (${this.modelsDir}): put .gguf files there or start the ` +
+                   'server with --models DIR to offer more models');
+      } else {
+        errors.push(`cannot list --models ${this.modelsDir}: ${err.message}`);
+      }
     }
     try {
       for (const m of await this.addon.listModels(this.store)) {
@@ -64,7 +95,24 @@ export class Demo {
     } catch (err) {
       errors.push(`cannot list the store ${this.store}: ${describe(err)}`);
     }
-    return { models, errors, modelsDir: this.modelsDir, store: this.store };
+    return { models, projectors, defaultProjector: this.mmproj, errors, notes,
+             modelsDir: this.modelsDir, store: this.store };
+  }
+
+  // A load's projector: undefined = --mmproj's (or none), '' or null = none, else a listed one.
+  async requireProjector(file) {
+    if (file === undefined) return this.mmproj;
+    if (file === null || file === '') return '';
+    if (typeof file !== 'string') {
+      throw new HttpError(400, '"mmprojPath" must be a projector\'s path from GET /api/models ' +
+                               '(or "" for none)');
+    }
+    const { projectors } = await this.models();
+    if (!projectors.some((p) => p.path === file)) {
+      throw new HttpError(404, `no projector ${file}: pick one from GET /api/models (--mmproj, ` +
+                               `or a file in ${this.modelsDir} whose name contains "mmproj")`);
+    }
+    return file;
   }
 
   async requireListed(file) {
@@ -99,7 +147,8 @@ export class Demo {
       loading: this.loading?.target ?? null,
       model: info ? { name: info.name, path: info.path, quant: info.quant, ctx: info.ctx,
                       threads: info.threads, loadMs: info.loadMs, warmupMs: info.warmupMs,
-                      loadMode: info.loadMode } : null,
+                      loadMode: info.loadMode, vision: info.vision, audio: info.audio,
+                      mmprojPath: info.mmprojPath ?? '' } : null,
     };
   }
 
@@ -122,14 +171,17 @@ export class Demo {
     for (const res of this.listeners) sseSend(res, 'stage', this.lastStage);
   }
 
-  // POST /api/load {path} | {manifestUrl}: pull (when a URL), dispose the old model, load.
+  // POST /api/load {path | manifestUrl, mmprojPath?}: pull (when a URL), dispose the old model,
+  // load (with the projector when one is given, else --mmproj's when there is one).
   async load(body) {
     this.refuseWhileLoading();
     const { path: file, manifestUrl } = body;
     this.loading = { target: manifestUrl ?? file };  // before any await: one load at a time
+    let mmproj;
     try {
       if (manifestUrl === undefined) await this.requireListed(file);
       else checkUrl(manifestUrl);
+      mmproj = await this.requireProjector(body.mmprojPath);
     } catch (err) {
       this.loading = null;
       throw err;
@@ -137,7 +189,7 @@ export class Demo {
     try {
       const target = manifestUrl === undefined ? file : await this.pull(manifestUrl);
       await this.unload();
-      const model = await this.loadEngine(target);
+      const model = await this.loadEngine(target, mmproj);
       this.model = model;
       this.conv = await this.openConversation(model);
       this.emit({ stage: 'ready', model: model.info.name, path: target });
@@ -170,7 +222,7 @@ export class Demo {
     }
   }
 
-  async loadEngine(file) {
+  async loadEngine(file, mmproj) {
     let last = -1;
     const onProgress = (p) => {
       if (p.stage === 'loading') {
@@ -185,10 +237,15 @@ export class Demo {
     this.emit({ stage: 'initializing engine', percent: 0, path: file });
     const options = { onProgress };
     if (this.threads) options.threads = this.threads;
+    if (mmproj) {
+      options.mmprojPath = mmproj;
+      if (this.imageMaxTokens) options.imageMaxTokens = this.imageMaxTokens;
+    }
     try {
       return await this.addon.Model.load(file, options);
     } catch (err) {
-      throw new HttpError(422, `cannot load ${file}: ${describe(err)}`);
+      const withProjector = mmproj ? ` with the projector ${path.basename(mmproj)}` : '';
+      throw new HttpError(422, `cannot load ${file}${withProjector}: ${describe(err)}`);
     }
   }
 
@@ -197,6 +254,7 @@ export class Demo {
   async openConversation(model) {
     this.restored = null;
     this.replyStats = [];
+    this.mediaKinds.clear();
     if (existsSync(this.convFile)) {
       try {
         const conv = await model.restoreConversation(this.convFile);
@@ -230,6 +288,7 @@ export class Demo {
     if (!this.conv) throw new HttpError(409, 'no model is loaded: pick one and press Load first');
     await this.conv.reset();
     this.replyStats = [];
+    this.mediaKinds.clear();
     this.restored = null;
     await this.save();
     return this.conversation();
@@ -242,10 +301,11 @@ export class Demo {
     if (old) await old.dispose();  // cancels a running generation, frees the memory
   }
 
-  // POST /api/chat {prompt, maxTokens?, temperature?}: the next turn of the conversation,
+  // POST /api/chat {prompt, maxTokens?, temperature?, ignoreEos?, docs?, media?}: the next turn
+  // of the conversation (media: [{name, type, data}], an image or audio clip as base64),
   // batches as SSE "token", then "done" with the stats and the history.
   async chat(res, body) {
-    const { prompt, maxTokens = 256, temperature, docs } = body;
+    const { prompt, maxTokens = 256, temperature, ignoreEos, docs } = body;
     if (typeof prompt !== 'string' || prompt.trim() === '' || prompt.length > kMaxPrompt) {
       throw new HttpError(400, `"prompt" must be a non-empty string of at most ${kMaxPrompt} ` +
                                'characters');
@@ -256,10 +316,15 @@ export class Demo {
     if (temperature !== undefined && !(typeof temperature === 'number' && temperature >= 0)) {
       throw new HttpError(400, '"temperature" must be a number >= 0 (0 = greedy)');
     }
+    if (ignoreEos !== undefined && typeof ignoreEos !== 'boolean') {
+      throw new HttpError(400, '"ignoreEos" must be true or false');
+    }
+    const media = readMedia(body.media);
     this.refuseWhileLoading();
     const model = this.model;
     if (!model) throw new HttpError(409, 'no model is loaded: pick one and press Load first');
     if (this.gen) throw new HttpError(409, 'a generation is running: wait for it or cancel it');
+    checkMediaFits(media, model.info);
     const grounded = await this.docs.sendOptions(docs, model.info.ctx);  // {} or {index, retrieval}
 
     const controller = new AbortController();
@@ -282,9 +347,17 @@ export class Demo {
     };
     const options = { maxTokens, signal: controller.signal, onToken, ...grounded };
     if (temperature !== undefined) options.temperature = temperature;
+    if (ignoreEos) options.ignoreEos = true;
+    const images = media.filter((m) => m.kind === 'image').map((m) => m.bytes);
+    const audio = media.filter((m) => m.kind === 'audio').map((m) => m.bytes);
+    if (images.length) options.images = images;
+    if (audio.length) options.audio = audio;
     try {
       const conv = this.conv;
-      const { text, finishReason, stats, sources } = await conv.send(prompt, options);
+      const { text, finishReason, stats: engineStats, sources } = await conv.send(prompt, options);
+      if (this.conv === conv) for (const m of media) this.mediaKinds.add(m.kind);
+      // What the reply's media were, for its stats line ("image: 128 tokens, encode 5.8 s").
+      const stats = { ...engineStats, mediaKind: this.mediaKind(model.info) };
       if (this.conv === conv) {
         this.replyStats.splice(0, stats.turnsDropped);  // their replies left the history
         if (conv.history.at(-1)?.role === 'assistant' && finishReason !== 'context_full') {
@@ -299,10 +372,26 @@ export class Demo {
                              replyStats: this.conv === conv ? this.replyStats : [] });
       res.end();
     } catch (err) {
-      sendError(res, new HttpError(500, `generation failed: ${describe(err)}`));
+      // Attached bytes the engine cannot read (not an image or audio it decodes, too large, ...)
+      // are the request's fault; the conversation is as it was before the turn.
+      const badMedia = media.length > 0 && ['ERR_INVALID_ARGUMENT', 'ERR_CORRUPT_DATA',
+                                            'ERR_RESOURCE_EXHAUSTED'].includes(err?.code);
+      sendError(res, badMedia
+        ? new HttpError(422, `cannot use the attached ${media.map((m) => m.name).join(', ')}: ` +
+                             describe(err))
+        : new HttpError(500, `generation failed: ${describe(err)}`));
     } finally {
       this.gen = null;
     }
+  }
+
+  // "image", "audio" or "media": what this conversation attached, else what the projector takes.
+  mediaKind(info) {
+    if (this.mediaKinds.size === 1) return [...this.mediaKinds][0];
+    if (this.mediaKinds.size === 0 && info.vision !== info.audio) {
+      return info.vision ? 'image' : 'audio';
+    }
+    return 'media';
   }
 
   // POST /api/cancel: aborts the running generation (it ends with finishReason "cancelled").
@@ -317,6 +406,50 @@ export class Demo {
     this.gen?.controller.abort();
     await this.unload();
     await this.docs.close();
+  }
+}
+
+// The chat request's `media`: [{name, type, data}] with `data` the file's bytes as base64 and
+// `type` its MIME type (image/... or audio/...).
+function readMedia(media) {
+  if (media === undefined || media === null) return [];
+  if (!Array.isArray(media) || media.length > kMaxMediaItems) {
+    throw new HttpError(400, `"media" must be an array of at most ${kMaxMediaItems} ` +
+                             '{name, type, data} (data: the file as base64)');
+  }
+  return media.map((m, i) => {
+    const name = typeof m?.name === 'string' && m.name ? m.name : `media item ${i + 1}`;
+    if (typeof m?.data !== 'string' || m.data === '') {
+      throw new HttpError(400, `${name}: "data" must be the file's bytes as base64`);
+    }
+    const type = typeof m.type === 'string' ? m.type : '';
+    const kind = type.startsWith('image/') ? 'image' : type.startsWith('audio/') ? 'audio' : null;
+    if (!kind) {
+      throw new HttpError(400, `${name}: attach an image (image/*) or an audio clip (audio/*), ` +
+                               `not ${type ? JSON.stringify(type) : 'a file of unknown type'}`);
+    }
+    const buf = Buffer.from(m.data, 'base64');
+    if (buf.length === 0) throw new HttpError(400, `${name} is empty`);
+    if (buf.length > kMaxMediaBytes) {
+      throw new HttpError(413, `${name} is above ${kMaxMediaBytes >> 20} MiB`);
+    }
+    return { name, kind, bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.length) };
+  });
+}
+
+// Media need a model loaded with a projector that takes them.
+function checkMediaFits(media, info) {
+  if (media.length === 0) return;
+  if (!info.vision && !info.audio) {
+    throw new HttpError(409, `${path.basename(info.path)} was loaded without a projector: pick ` +
+                             'one under Projector (an mmproj .gguf made for this model) and ' +
+                             'press Load, or start the server with --mmproj FILE');
+  }
+  for (const m of media) {
+    if ((m.kind === 'image' && !info.vision) || (m.kind === 'audio' && !info.audio)) {
+      throw new HttpError(400, `${m.name}: the projector ${path.basename(info.mmprojPath)} takes ` +
+                               `${info.vision ? 'images' : 'audio'} only`);
+    }
   }
 }
 

@@ -79,9 +79,11 @@ async function showDevice() {
   ]);
 }
 
-// Model picker and memory plan.
+// Model picker, projector picker and memory plan.
+let loadedModel = null;  // GET /api/status's model: {path, vision, audio, mmprojPath, ...}
+
 async function showModels(selectPath) {
-  const { models, errors } = await getJson('/api/models');
+  const { models, projectors, defaultProjector, errors, notes } = await getJson('/api/models');
   const select = $('model-select');
   const keep = selectPath ?? select.value;
   select.replaceChildren(...models.map((m) => {
@@ -95,6 +97,22 @@ async function showModels(selectPath) {
   if (!models.length) {
     errors.push('no models yet: put .gguf files in --models or pull one from a manifest URL');
   }
+  // Projectors: none, then --mmproj's and the mmproj files of --models. Keeps the pick; else the
+  // loaded model's projector; else --mmproj's.
+  const proj = $('projector-select');
+  const keepProj = proj.dataset.picked === '1' ? proj.value
+    : loadedModel ? loadedModel.mmprojPath : defaultProjector;
+  const none = document.createElement('option');
+  none.value = '';
+  none.textContent = 'none';
+  proj.replaceChildren(none, ...projectors.map((p) => {
+    const o = document.createElement('option');
+    o.value = p.path;
+    o.textContent = `${p.id} (${fmtBytes(p.sizeBytes)})`;
+    return o;
+  }));
+  proj.value = projectors.some((p) => p.path === keepProj) ? keepProj : '';
+  $('models-note').textContent = notes.join('; ');
   $('models-error').textContent = errors.join('; ');
   $('load-btn').disabled = models.length === 0;
   if (select.value) await showPlan(select.value);
@@ -158,9 +176,12 @@ async function load(body) {
   $('stage').dataset.stage = 'starting';
   $('load-error').textContent = '';
   document.body.dataset.load = 'running';
-  for (const id of ['load-btn', 'pull-btn', 'send-btn']) $(id).disabled = true;
+  for (const id of ['load-btn', 'pull-btn', 'send-btn', 'attach-btn']) $(id).disabled = true;
   try {
-    const { info } = await (await api('/api/load', body)).json();
+    const { info } = await (await api('/api/load',
+                                      { ...body, mmprojPath: $('projector-select').value })).json();
+    loadedModel = { path: info.path, vision: info.vision, audio: info.audio,
+                    mmprojPath: info.mmprojPath ?? '' };
     await showModels(info.path);
     await showPlan(info.path);
     await showConversation();
@@ -169,22 +190,44 @@ async function load(body) {
     $('load-error').textContent = err.message;
   } finally {
     document.body.dataset.load = 'done';
+    showAttachState();
     pollStatus();
     $('load-btn').disabled = $('model-select').options.length === 0;
     $('pull-btn').disabled = false;
   }
 }
 
-// The conversation: its messages, each reply with the stats of the turn that made it.
-function addMessage(role, text, stats) {
+// A reply's media: "image: 128 tokens, encode 5.8 s", or "reused" when nothing was encoded
+// (its cells were in the KV cache, or its encoding in the encoded-media cache).
+function describeMedia(s) {
+  if (!s?.nMedia) return '';
+  const kind = s.mediaKind ?? 'media';
+  const plural = { image: 'images', audio: 'audio clips', media: 'media items' }[kind] ?? kind;
+  const what = s.nMedia === 1 ? kind : `${s.nMedia} ${plural}`;
+  return `${what}: ${s.nMediaTokens} tokens, ` +
+         (s.mediaEncodeMs > 0 ? `encode ${(s.mediaEncodeMs / 1000).toFixed(1)} s` : 'reused');
+}
+
+// The conversation: its messages, each reply with the stats of the turn that made it, each
+// user turn with how many media it carries (their bytes stay on the server).
+function addMessage(role, text, stats, mediaCount) {
   const li = document.createElement('li');
   li.dataset.role = role;
   li.textContent = window.docsPanel.displayText(role, text);
+  if (mediaCount) {
+    const tag = document.createElement('span');
+    tag.className = 'media-tag';
+    tag.textContent = typeof mediaCount === 'string' ? mediaCount
+      : `${mediaCount} attachment${mediaCount === 1 ? '' : 's'}`;
+    li.append(tag);
+  }
   if (stats) {
     const s = document.createElement('span');
     s.className = 'turn-stats';
+    const media = describeMedia(stats);
     s.textContent = `TTFT ${fmtMs(stats.ttftMs)} · reused ${stats.nCached} of ` +
                     `${stats.nCached + stats.nPrompt} prompt tokens` +
+                    (media ? ` · ${media}` : '') +
                     (stats.turnsDropped ? ` · dropped ${stats.turnsDropped} old turns` : '');
     li.append(s);
   }
@@ -196,7 +239,10 @@ function addMessage(role, text, stats) {
 function showHistory(history, replyStats = []) {
   $('history').replaceChildren();
   let k = 0;
-  for (const m of history) addMessage(m.role, m.content, m.role === 'assistant' ? replyStats[k++] : null);
+  for (const m of history) {
+    addMessage(m.role, m.content ?? '', m.role === 'assistant' ? replyStats[k++] : null,
+               m.mediaCount);
+  }
 }
 
 async function showConversation() {
@@ -208,24 +254,98 @@ async function showConversation() {
     : '';
 }
 
+// The attachment: one image or audio clip for the next turn, shown by name until it is sent.
+let attachment = null;  // {name, type, size, data (base64)}
+const kMaxAttachBytes = 16 * 1024 * 1024;  // the server's limit (web/lib/demo.mjs)
+
+function showAttachment() {
+  $('attachment').hidden = !attachment;
+  $('attach-name').textContent = attachment
+    ? `${attachment.name} (${fmtBytes(attachment.size)})` : '';
+}
+
+function readBase64(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ''));
+    reader.onerror = () => reject(reader.error ?? new Error(`cannot read ${file.name}`));
+    reader.readAsDataURL(file);
+  });
+}
+
+async function attachFile() {
+  const file = $('attach-file').files[0];
+  $('attach-file').value = '';  // the same file can be picked again
+  if (!file) return;
+  $('chat-error').textContent = '';
+  if (file.size > kMaxAttachBytes) {
+    $('chat-error').textContent = `${file.name} is above ${kMaxAttachBytes >> 20} MiB`;
+    return;
+  }
+  try {
+    attachment = { name: file.name, type: file.type, size: file.size,
+                   data: await readBase64(file) };
+  } catch (err) {
+    $('chat-error').textContent = err.message;
+  }
+  showAttachment();
+}
+
+// Attach needs a model loaded with a projector; the button says why when it is off.
+function showAttachState() {
+  const m = loadedModel;
+  const takes = m ? [m.vision && 'images', m.audio && 'audio'].filter(Boolean) : [];
+  const btn = $('attach-btn');
+  btn.disabled = takes.length === 0 || document.body.dataset.chat === 'running' ||
+                 document.body.dataset.load === 'running';
+  const why = !m ? 'Load a model first (with a projector picked under Projector) to attach an ' +
+                   'image or an audio clip'
+    : takes.length === 0 ? `${m.path.split('/').pop()} was loaded without a projector: pick one ` +
+                           'under Projector and press Load to attach images or audio'
+    : `Attach ${takes.join(' or ')} to the next turn (${m.mmprojPath.split('/').pop()})`;
+  btn.title = why;
+  $('attach-wrap').title = why;  // a disabled button shows no tooltip in some browsers
+  $('attach-file').accept = m?.vision && !m?.audio ? 'image/*'
+    : m?.audio && !m?.vision ? 'audio/*' : 'image/*,audio/*';
+}
+
 // Chat: POST /api/chat answers with an event stream of text batches, then the stats.
 async function send() {
   const answer = $('answer');
   const prompt = $('prompt').value;
+  if (prompt.trim() === '') {
+    $('chat-error').textContent = attachment ? `type a question to send with ${attachment.name}` : '';
+    return;
+  }
+  const sent = attachment;
   answer.replaceChildren();
   $('chat-error').textContent = '';
   $('live-ms-per-token').textContent = '-';
   for (const id of ['finish', 'ngen', 'ttft', 'ms-per-token', 'decode-tps', 'prefill', 'batches',
-                    'delivery', 'peak-rss', 'reused', 'dropped']) $(`stat-${id}`).textContent = '-';
+                    'delivery', 'peak-rss', 'reused', 'dropped', 'media']) {
+    $(`stat-${id}`).textContent = '-';
+  }
   document.body.dataset.chat = 'running';
   $('send-btn').disabled = true;
   $('reset-btn').disabled = true;
+  $('attach-btn').disabled = true;
   $('cancel-btn').disabled = false;
-  addMessage('user', prompt);
+  // The turn leaves the input: the prompt box and the attachment are cleared at once.
+  $('prompt').value = '';
+  attachment = null;
+  showAttachment();
+  addMessage('user', prompt, null, sent ? sent.name : 0);
   window.docsPanel.showSources([]);
+  const body = { prompt, maxTokens: Number($('max-tokens').value),
+                 docs: window.docsPanel.mode() };
+  const temperature = $('temperature').value.trim();
+  if (temperature !== '') body.temperature = Number(temperature);
+  if ($('ignore-eos').checked) body.ignoreEos = true;
+  if (sent) body.media = [{ name: sent.name, type: sent.type, data: sent.data }];
+  let accepted = false;
   try {
-    const res = await api('/api/chat', { prompt, maxTokens: Number($('max-tokens').value),
-                                         docs: window.docsPanel.mode() });
+    const res = await api('/api/chat', body);
+    accepted = true;
     await readSse(res, (event, data) => {
       if (event === 'token') {
         answer.append(data.text);
@@ -243,13 +363,26 @@ async function send() {
     });
   } catch (err) {
     $('chat-error').textContent = err.message;
-  } finally {
-    document.body.dataset.chat = 'done';
-    $('send-btn').disabled = false;
-    $('reset-btn').disabled = false;
-    $('cancel-btn').disabled = true;
-    pollStatus();
   }
+  if (!accepted) {
+    // Refused (e.g. an unreadable image): the turn was not taken. Give the prompt and the
+    // attachment back unless something new was typed or attached meanwhile.
+    if ($('prompt').value === '') $('prompt').value = prompt;
+    if (!attachment && sent) {
+      attachment = sent;
+      showAttachment();
+    }
+  }
+  if ($('chat-error').textContent) {
+    // The server's history is the truth: the refused or failed turn may not be in it.
+    await showConversation().catch(() => {});
+  }
+  document.body.dataset.chat = 'done';
+  $('send-btn').disabled = false;
+  $('reset-btn').disabled = false;
+  $('cancel-btn').disabled = true;
+  showAttachState();
+  pollStatus();
 }
 
 function showStats({ finishReason, msPerToken, stats: s }) {
@@ -267,6 +400,7 @@ function showStats({ finishReason, msPerToken, stats: s }) {
   if (msPerToken != null) $('live-ms-per-token').textContent = msPerToken.toFixed(1);
   $('stat-reused').textContent = `${s.nCached} of ${s.nCached + s.nPrompt} prompt tokens`;
   $('stat-dropped').textContent = s.turnsDropped ? `${s.turnsDropped} turns` : 'none';
+  $('stat-media').textContent = describeMedia(s) || 'none';
 }
 
 // Live RSS, threads and busy state, polled.
@@ -278,7 +412,12 @@ async function pollStatus() {
     $('live-threads').textContent = s.threads || '-';
     $('live-busy').textContent = s.loading ? 'loading' : s.busy ? 'busy' : 'idle';
     $('live-model').textContent =
-      s.model ? `${s.model.name} (${s.model.quant}, ctx ${s.model.ctx})` : 'no model';
+      s.model ? `${s.model.name} (${s.model.quant}, ctx ${s.model.ctx}` +
+                (s.model.mmprojPath ? `, ${[s.model.vision && 'vision', s.model.audio && 'audio']
+                  .filter(Boolean).join(' + ')}` : '') + ')'
+              : 'no model';
+    loadedModel = s.model;
+    showAttachState();
     if (s.model && !s.loading && document.body.dataset.chat !== 'running') {
       $('send-btn').disabled = false;
       $('reset-btn').disabled = false;
@@ -295,6 +434,21 @@ function main() {
   events.onerror = () => { document.body.dataset.events = 'reconnecting'; };
 
   $('model-select').addEventListener('change', () => showPlan($('model-select').value));
+  $('projector-select').addEventListener('change', () => {
+    $('projector-select').dataset.picked = '1';  // the user's pick stays over refreshes
+  });
+  $('attach-btn').addEventListener('click', () => $('attach-file').click());
+  $('attach-file').addEventListener('change', attachFile);
+  $('attach-remove').addEventListener('click', () => {
+    attachment = null;
+    showAttachment();
+  });
+  // Enter sends; Shift+Enter starts a new line; Enter that ends an IME composition does not send.
+  $('prompt').addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    e.preventDefault();
+    if (!$('send-btn').disabled) send();
+  });
   $('load-btn').addEventListener('click', () => load({ path: $('model-select').value }));
   $('pull-btn').addEventListener('click',
                                 () => load({ manifestUrl: $('manifest-url').value.trim() }));
@@ -309,11 +463,11 @@ function main() {
     }
   });
 
-  Promise.all([showDevice(), showModels(), showConversation(),
-               window.docsPanel.init()]).catch((err) => {
+  // The status first: the projector picker starts at the loaded model's projector.
+  pollStatus().then(() => Promise.all([showDevice(), showModels(), showConversation(),
+                                       window.docsPanel.init()])).catch((err) => {
     $('models-error').textContent = err.message;
   }).finally(() => { document.body.dataset.ready = '1'; });
-  pollStatus();
   setInterval(pollStatus, 1000);
 }
 

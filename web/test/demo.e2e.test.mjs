@@ -1,10 +1,12 @@
 // End to end: a real packed model served over HTTP, web/server.mjs over the real addon, and the
-// page driven in headless Chromium (pull with progress, streamed chat, cancel, screenshot).
+// page driven in headless Chromium (pull with progress, streamed chat, cancel, screenshot, an
+// image attached to a turn of a model loaded with its projector).
 // Run: node --test web/test/   (needs build/bin/edgellm, the addon, /usr/bin/chromium)
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -18,6 +20,7 @@ const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const kSlow = 240_000;  // this machine is small and shared: generous waits everywhere
 
 let tmp, modelServer, demoServer, browser, page, demoUrl, manifestUrl;
+const extraServers = [];  // the servers a test starts for itself, stopped after all
 
 // Spawns a long-running command and resolves with the first match of `pattern` in its output.
 function startProcess(cmd, args, pattern) {
@@ -52,8 +55,8 @@ async function stop(proc) {
   clearTimeout(timer);
 }
 
-async function postJson(p, body) {
-  const res = await fetch(new URL(p, demoUrl), {
+async function postJson(p, body, base = demoUrl) {
+  const res = await fetch(new URL(p, base), {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
@@ -97,7 +100,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  await Promise.all([stop(demoServer), stop(modelServer)]);
+  await Promise.all([stop(demoServer), stop(modelServer), ...extraServers.map(stop)]);
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
@@ -156,6 +159,7 @@ test('page pulls the model with staged progress: download, engine, warm-up, read
 
 // Starts a chat from the page and samples the answer's length in the page every 5 ms.
 async function startChat(maxTokens) {
+  await page.fill('#prompt', '用一句话介绍端侧大模型。');  // sending clears the prompt
   await page.fill('#max-tokens', String(maxTokens));
   await page.waitForSelector('#send-btn:not([disabled])');
   await page.evaluate(() => {
@@ -231,18 +235,20 @@ test('switching models disposes the old one and cancels its generation',
   assert.equal(status.model.path, local);
 });
 
-// Sends one turn from the page and waits for its reply.
-async function turn(prompt, maxTokens = 48) {
-  await page.fill('#prompt', prompt);
-  await page.fill('#max-tokens', String(maxTokens));
-  await page.waitForSelector('#send-btn:not([disabled])');
-  await page.click('#send-btn');
-  await page.waitForSelector('body[data-chat="done"]');
-  assert.equal(await page.textContent('#chat-error'), '');
+// Sends one turn from the page with Enter and waits for its reply.
+async function turn(prompt, maxTokens = 48, p = page) {
+  await p.fill('#prompt', prompt);
+  await p.fill('#max-tokens', String(maxTokens));
+  await p.waitForSelector('#send-btn:not([disabled])');
+  await p.press('#prompt', 'Enter');
+  assert.equal(await p.inputValue('#prompt'), '', 'sending clears the prompt');
+  await p.waitForSelector('body[data-chat="done"]');
+  assert.equal(await p.textContent('#chat-error'), '');
 }
 
-const historyOf = () => page.$$eval('#history li', (items) => items.map((li) => ({
+const historyOf = (p = page) => p.$$eval('#history li', (items) => items.map((li) => ({
   role: li.dataset.role, text: li.firstChild?.textContent ?? '',
+  media: li.querySelector('.media-tag')?.textContent ?? '',
   stats: li.querySelector('.turn-stats')?.textContent ?? '' })));
 
 test('edgellm\'s own model holds a three-turn chat with reuse, and a reload resumes it',
@@ -348,4 +354,171 @@ test('Documents: add a text file, answer from it, and show each cited chunk with
   await page.click('#doc-list li[data-source="notes.txt"] button');
   await page.waitForFunction(() => document.querySelectorAll('#doc-list li').length === 0);
   assert.equal(await page.isDisabled('#docs-use'), true);
+});
+
+// Starts another web/server.mjs with `args` and opens a page on it.
+async function startDemo(args) {
+  const proc = startProcess(process.execPath, [path.join(root, 'web/server.mjs'), '--port', '0',
+                                               ...args], /edgellm demo on (http:\S+)/);
+  extraServers.push(proc);
+  const url = (await proc.ready)[1];
+  const p = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  p.setDefaultTimeout(kSlow);
+  p.on('pageerror', (err) => console.error('page error:', err));
+  await p.goto(url);
+  await p.waitForSelector('body[data-ready]');
+  return { proc, url, page: p };
+}
+
+test('a missing default models/ folder is no error; --mmproj is the picked projector',
+     { timeout: kSlow }, async (t) => {
+  const { multimodal } = createRequire(import.meta.url)(
+    path.join(root, 'bindings/node/testutil/fixtures.js'));
+  const { mmproj } = multimodal();
+  const demo = await startDemo(['--store', path.join(tmp, 'store-default'), '--mmproj', mmproj,
+                                '--threads', '2']);
+  try {
+    const p = demo.page;
+    assert.equal(await p.textContent('#models-error'), '');
+    assert.equal(await p.isVisible('#models-error'), false);
+    const note = await p.textContent('#models-note');
+    if (!existsSync(path.join(root, 'models'))) {
+      assert.match(note, /no models\/ folder .*--models DIR/);
+    }
+    t.diagnostic(`note: ${note || '(none: models/ exists)'}`);
+    const models = await p.$$eval('#model-select option', (o) => o.map((x) => x.value));
+    assert.ok(models[0].endsWith('assets/edgellm-tiny-F32.gguf'), String(models));
+    assert.equal(await p.inputValue('#projector-select'), mmproj);
+    // No model loaded yet: Attach is off and says what it needs.
+    assert.equal(await p.isDisabled('#attach-btn'), true);
+    assert.match(await p.getAttribute('#attach-btn', 'title'), /projector/);
+  } finally {
+    await demo.page.close();
+    await stop(demo.proc);
+  }
+});
+
+test('an image attached to a turn: streamed answer with its media stats, then reused',
+     { timeout: kSlow }, async (t) => {
+  const started = performance.now();
+  const { multimodal } = createRequire(import.meta.url)(
+    path.join(root, 'bindings/node/testutil/fixtures.js'));
+  const fixture = multimodal();  // SmolVLM-256M's shapes, random weights, and its projector
+  const dir = path.join(tmp, 'mm-models');
+  await mkdir(dir);
+  const modelFile = path.join(dir, path.basename(fixture.model));
+  const mmprojFile = path.join(dir, path.basename(fixture.mmproj));
+  await symlink(fixture.model, modelFile);
+  await symlink(fixture.mmproj, mmprojFile);
+  const demo = await startDemo(['--models', dir, '--store', path.join(tmp, 'store-mm'),
+                                '--threads', '2', '--image-max-tokens', '64']);
+  const p = demo.page;
+  try {
+    // The projector is offered as a projector, not as a chat model.
+    const models = await p.$$eval('#model-select option', (o) => o.map((x) => x.value));
+    assert.ok(models.includes(modelFile), String(models));
+    assert.ok(!models.some((m) => /mmproj/.test(m)), String(models));
+    const projectors = await p.$$eval('#projector-select option', (o) => o.map((x) => x.value));
+    assert.deepEqual(projectors, ['', mmprojFile]);
+
+    // Loaded without a projector: Attach is off, and its tooltip says to pick one.
+    await p.selectOption('#model-select', modelFile);
+    await p.click('#load-btn');
+    await p.waitForSelector('body[data-load="done"]');
+    assert.equal(await p.textContent('#load-error'), '');
+    assert.equal(await p.isDisabled('#attach-btn'), true);
+    assert.match(await p.getAttribute('#attach-btn', 'title'), /without a projector: pick one/);
+    const photo = (type) => ({ prompt: 'What is it?', maxTokens: 1,
+                               media: [{ name: 'x', type, data: 'AAAA' }] });
+    let r = await postJson('/api/chat', photo('image/jpeg'), demo.url);
+    assert.equal(r.status, 409);
+    assert.match(r.body.error, /loaded without a projector: pick one under Projector/);
+
+    await p.selectOption('#projector-select', mmprojFile);
+    await p.click('#load-btn');
+    await p.waitForSelector('body[data-load="done"]');
+    assert.equal(await p.textContent('#load-error'), '');
+    await p.waitForSelector('#attach-btn:not([disabled])');
+    r = await postJson('/api/chat', photo('audio/wav'), demo.url);
+    assert.equal(r.status, 400);
+    assert.match(r.body.error, /takes images only/);
+    r = await postJson('/api/chat', photo('text/plain'), demo.url);
+    assert.equal(r.status, 400);
+    assert.match(r.body.error, /attach an image \(image\/\*\) or an audio clip/);
+    // Greedy decoding of this random-weights pair picks end-of-text at once after an image
+    // (the distribution is flat; sampled, it rarely does): sample at the default temperature
+    // and generate past end-of-text, 4 tokens.
+    await p.check('#ignore-eos');
+    await p.fill('#max-tokens', '4');
+
+    // Shift+Enter is a new line, not a send.
+    await p.fill('#prompt', 'What is in');
+    await p.press('#prompt', 'Shift+Enter');
+    assert.equal(await p.inputValue('#prompt'), 'What is in\n');
+    assert.equal(await p.$$eval('#history li', (l) => l.length), 0);
+
+    // Bytes that are no image: the usual error, the turn not taken, prompt and file kept.
+    await p.setInputFiles('#attach-file', { name: 'broken.jpg', mimeType: 'image/jpeg',
+                                            buffer: Buffer.from('not a JPEG at all') });
+    await p.waitForSelector('#attachment:not([hidden])');
+    assert.match(await p.textContent('#attach-name'), /^broken\.jpg \(17 B\)$/);
+    await p.fill('#prompt', 'What is in this photo?');
+    await p.press('#prompt', 'Enter');
+    await p.waitForSelector('body[data-chat="done"]');
+    assert.match(await p.textContent('#chat-error'), /cannot use the attached broken\.jpg: .*neither an image/);
+    assert.equal(await p.$$eval('#history li', (l) => l.length), 0);
+    assert.equal(await p.inputValue('#prompt'), 'What is in this photo?');
+    await p.click('#attach-remove');
+    assert.equal(await p.isHidden('#attachment'), true);
+
+    // The photo: attached, sent with Enter, streamed, with its media stats.
+    const image = path.join(root, 'third_party/llama.cpp/tools/mtmd/test-1.jpeg');
+    await p.setInputFiles('#attach-file', image);
+    await p.waitForSelector('#attachment:not([hidden])');
+    assert.match(await p.textContent('#attach-name'), /^test-1\.jpeg \(\d+\.\d KiB\)$/);
+    await p.evaluate(() => {
+      window.lengths = [];
+      const answer = document.getElementById('answer');
+      new MutationObserver(() => window.lengths.push(answer.textContent.length))
+        .observe(answer, { childList: true, characterData: true, subtree: true });
+    });
+    const t0 = performance.now();
+    await p.press('#prompt', 'Enter');
+    assert.equal(await p.inputValue('#prompt'), '', 'sending clears the prompt');
+    assert.equal(await p.isHidden('#attachment'), true, 'and the attachment');
+    await p.waitForSelector('body[data-chat="done"]');
+    const firstMs = performance.now() - t0;
+    assert.equal(await p.textContent('#chat-error'), '');
+    const answer = await p.textContent('#answer');
+    assert.ok(answer.length > 0, 'an answer streamed');
+    assert.ok((await p.evaluate(() => window.lengths)).some((n) => n > 0));
+    assert.match(await p.textContent('#stat-ngen'), /^4 \(prompt \d+\)$/);
+    const media1 = await p.textContent('#stat-media');
+    assert.match(media1, /^image: 128 tokens, encode \d+\.\d s$/);
+    let h = await historyOf(p);
+    assert.deepEqual(h.map((m) => m.role), ['user', 'assistant']);
+    assert.equal(h[0].text, 'What is in this photo?');
+    assert.equal(h[0].media, '1 attachment');
+    assert.match(h[1].stats, /· image: 128 tokens, encode \d+\.\d s/);
+
+    // The next turn, no image: the photo's cells are reused, nothing encoded again.
+    const t1 = performance.now();
+    await turn('And the colours?', 4, p);
+    const secondMs = performance.now() - t1;
+    assert.equal(await p.textContent('#stat-media'), 'image: 128 tokens, reused');
+    h = await historyOf(p);
+    assert.deepEqual(h.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+    assert.equal(h[2].media, '');
+    const m = h[3].stats.match(/reused (\d+) of (\d+) prompt tokens · image: 128 tokens, reused$/);
+    assert.ok(m && Number(m[1]) > 128, h[3].stats);
+    t.diagnostic(`turn 1: ${media1}, ${(firstMs / 1000).toFixed(1)} s; turn 2: ` +
+                 `${h[3].stats}, ${(secondMs / 1000).toFixed(1)} s; whole test ` +
+                 `${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const shots = path.join(root, 'build/screenshots');
+    await mkdir(shots, { recursive: true });
+    await p.screenshot({ path: path.join(shots, 'demo-media.png'), fullPage: true });
+  } finally {
+    await p.close();
+    await stop(demo.proc);
+  }
 });

@@ -461,6 +461,9 @@ export interface PlanMemoryOptions {
   batch?: number;
   ramBytes?: number;
   budgetFraction?: number;
+  /** The model's projector: planned too. */
+  mmprojPath?: string;
+  imageMaxTokens?: number;
 }
 /** Plans peak memory from the GGUF header without reading weights (docs/device-and-planner.md). */
 export function planMemory(path: string, options?: PlanMemoryOptions): Promise<MemoryPlan>;

@@ -104,7 +104,8 @@ napi_value MemoryUsageJs(napi_env env, napi_callback_info) {
   return r;
 }
 
-// planMemory(path, {ctx, batch, ramBytes, budgetFraction}) -> Promise<plan>
+// planMemory(path, {ctx, batch, ramBytes, budgetFraction, mmprojPath, imageMaxTokens})
+// -> Promise<plan>
 napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2] = {};
@@ -114,7 +115,9 @@ napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
   double ram = 0;
   if (!get_string(env, argv[0], "path", &path) || !opt_int(env, argv[1], "ctx", &o.n_ctx) ||
       !opt_int(env, argv[1], "batch", &o.n_batch) || !opt_number(env, argv[1], "ramBytes", &ram) ||
-      !opt_number(env, argv[1], "budgetFraction", &o.budget_fraction)) {
+      !opt_number(env, argv[1], "budgetFraction", &o.budget_fraction) ||
+      !opt_string(env, argv[1], "mmprojPath", &o.mmproj_path) ||
+      !opt_int(env, argv[1], "imageMaxTokens", &o.image_max_tokens)) {
     return nullptr;
   }
   if (ram > 0) o.ram_bytes = static_cast<uint64_t>(ram);
@@ -133,6 +136,7 @@ napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
       set(env, r, "kvBytes", static_cast<double>(m.kv_bytes));
       set(env, r, "computeBytes", static_cast<double>(m.compute_bytes));
       set(env, r, "overheadBytes", static_cast<double>(m.overhead_bytes));
+      set(env, r, "projectorBytes", static_cast<double>(m.projector_bytes));
       set(env, r, "totalBytes", static_cast<double>(m.total_bytes));
       set(env, r, "fits", m.fits);
       set(env, r, "maxCtxThatFits", static_cast<double>(m.max_ctx_that_fits));

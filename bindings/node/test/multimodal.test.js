@@ -47,6 +47,16 @@ test('an image as a path, a Uint8Array or an ArrayBuffer: the CLI\'s text and th
   }
 });
 
+test('planMemory counts the projector', async () => {
+  const { model, mmproj } = multimodal();
+  const { planMemory } = require('..');
+  const alone = await planMemory(model, { ctx: 1024 });
+  const pair = await planMemory(model, { ctx: 1024, mmprojPath: mmproj, imageMaxTokens: 64 });
+  assert.equal(alone.projectorBytes, 0);
+  assert.ok(pair.projectorBytes > fs.statSync(mmproj).size * 0.95, `${pair.projectorBytes}`);
+  assert.equal(pair.totalBytes, alone.totalBytes + pair.projectorBytes);
+});
+
 test('bad media are clear errors; a model without a projector says so', async () => {
   const { model, mmproj } = multimodal();
   const m = await Model.load(model, { mmprojPath: mmproj, imageMaxTokens: 64, threads: 2,
