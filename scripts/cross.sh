@@ -3,9 +3,11 @@
 #   clang    clang 15 + libc++ 15 (OpenHarmony 4.x's compiler generation) build the library and
 #            the addon (build-clang/); the addon's greedy text on the main job's five prompts
 #            equals the gcc CLI's.
-#   ohos     the binding compiled for --target=aarch64-linux-ohos -D__OHOS__ against Node's
-#            headers at NAPI_VERSION 8 and bindings/harmonyos/shim (compile only: no HarmonyOS
-#            runtime here).
+#   ohos     compile only, for --target=aarch64-linux-ohos -D__OHOS__ with clang 15 and libc++ 15
+#            against musl (Debian's musl-dev:arm64 for OpenHarmony's libc): every libedgellm
+#            source, the llama.cpp it links (ggml, ggml-cpu's arm NEON code, llama, common,
+#            mtmd) and the binding at NAPI_VERSION 8 (build-ohos/obj/). No linking, no
+#            OpenHarmony NDK, no HarmonyOS runtime here.
 #   aarch64  a cross build for 64-bit ARM with llama.cpp at -march=armv8.2-a+dotprod
 #            (build-aarch64/), run under qemu-aarch64: the engine and streaming tests on the tiny
 #            fixture, and the main job's five prompts, whose text must equal x86's. It also builds
@@ -29,7 +31,9 @@ done
 # ---- packages: clang/libc++ 15, the aarch64 cross compiler, qemu-user, arm64 libraries ----
 pkgs=(clang-15 libc++-15-dev libc++abi-15-dev g++-aarch64-linux-gnu qemu-user
       libssl-dev:arm64 libcurl4-openssl-dev:arm64 libsqlite3-dev:arm64 libgtest-dev:arm64 libcpp-httplib-dev:arm64
-      libgomp1:arm64)  # ggml-cpu runs on OpenMP: its arm64 runtime, for qemu
+      libgomp1:arm64   # ggml-cpu runs on OpenMP: its arm64 runtime, for qemu
+      musl-dev:arm64   # ohos: musl's headers for aarch64, standing in for OpenHarmony's libc
+      libomp-15-dev)   # ohos: clang 15's <omp.h> (ggml-cpu is compiled with -fopenmp)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -93,26 +97,93 @@ run_clang() {
        node -e "$js" "$root/bindings/node" "$model" "${prompts[@]}")"
 }
 
+# The ohos stage's compiles, one object each: LANG SRC OBJ. Its flags: build-ohos/LANG.rsp (target
+# and sysroot) and OBJ.rsp (the source's own, from build/compile_commands.json); its diagnostics
+# go to OBJ.log, printed when it fails.
+ohos_cc() {
+  local cc=clang-15
+  [ "$1" = c++ ] && cc=clang++-15
+  rm -f "$3"
+  if ! ccache "$cc" "@build-ohos/$1.rsp" "@$3.rsp" -MD -MF "$3.d" -c "$2" -o "$3" 2>"$3.log"; then
+    cat "$3.log" >&2
+    echo "cross: ohos: $2 does not compile (above)" >&2
+    return 1
+  fi
+}
+export -f ohos_cc
+
 run_ohos() {
-  step "the binding for aarch64-linux-ohos (-D__OHOS__, NAPI_VERSION 8): compile only"
-  local node_inc
+  step "aarch64-linux-ohos against musl: libedgellm, llama.cpp and the binding, compile only (build-ohos/)"
+  local out=build-ohos musl=/usr/include/aarch64-linux-musl v1=/usr/lib/llvm-15/include/c++/v1
+  local t0=$SECONDS node_inc
   node_inc=$(node -p "require('path').resolve(process.execPath, '../../include/node')")
-  mkdir -p build-ohos
-  # No OpenHarmony sysroot here: libc++ 15's headers with Debian's aarch64 C headers stand in
-  # for the NDK's libc++ and musl (see docs/harmonyos.md for what this does and does not show).
-  local flags=(--target=aarch64-linux-ohos -D__OHOS__ -U__gnu_linux__ -std=c++20 -O2 -fPIC
-               -Wall -Wextra -Werror -Wno-missing-field-initializers -nostdinc++
-               -isystem /usr/lib/llvm-15/include/c++/v1 -isystem /usr/aarch64-linux-gnu/include
-               -DNAPI_VERSION=8 -I bindings/harmonyos/shim -isystem "$node_inc" -I include)
-  local n=0
+  [ -f build/compile_commands.json ] || die "build/compile_commands.json missing: run scripts/setup.sh"
+  [ -f "$musl/stdlib.h" ] || die "$musl missing: the musl-dev:arm64 package"
+  # No OpenHarmony NDK here. Its sysroot is stood in for by, in this search order: libc++ 15's
+  # headers (as a libc++ built for musl: _LIBCPP_HAS_MUSL_LIBC), clang's own headers (arm_neon.h,
+  # omp.h), Debian's musl for aarch64, the kernel's UAPI headers for arm64 (llama.cpp's common/
+  # includes <linux/limits.h>; the OHOS sysroot has them too), and the headers of Debian's arm64
+  # OpenSSL, curl and SQLite, which an app builds for OHOS itself (docs/harmonyos.md step 3).
+  # -nostdlibinc keeps every other host header out; the .d files are checked for that below.
+  local sys=$out/sysroot
+  rm -rf "$sys" "$out"/*.o
+  mkdir -p "$sys/kernel" "$sys/deps-arch" "$sys/deps"
+  local d
+  for d in linux asm asm-generic; do ln -s "/usr/aarch64-linux-gnu/include/$d" "$sys/kernel/$d"; done
+  for d in openssl curl; do ln -s "/usr/include/aarch64-linux-gnu/$d" "$sys/deps-arch/$d"; done
+  for d in openssl sqlite3.h nlohmann; do ln -s "/usr/include/$d" "$sys/deps/$d"; done
+  # clang 15 does not know the ohos environment: the script defines __OHOS__ and undefines
+  # __gnu_linux__, as OpenHarmony's clang does.
+  local target=(--target=aarch64-linux-ohos -D__OHOS__ -U__gnu_linux__ -nostdlibinc
+                -idirafter "$musl" -idirafter "$sys/kernel" -idirafter "$sys/deps-arch"
+                -idirafter "$sys/deps")
+  printf "'%s'\n" "${target[@]}" >"$out/c.rsp"
+  printf "'%s'\n" "${target[@]}" -nostdinc++ -isystem "$v1" -D_LIBCPP_HAS_MUSL_LIBC >"$out/c++.rsp"
+
+  # What libedgellm.so links, with each source's defines, include paths and warnings as the
+  # gcc build compiles it (build/compile_commands.json): libedgellm (its llama.cpp glue
+  # included) and llama.cpp's ggml, ggml-base, ggml-cpu (arch/arm/ for arch/x86/, at the
+  # -march docs/harmonyos.md gives phones), llama, common and its httplib, mtmd and its hashes.
+  # Not OpenBLAS (the trainer's option: no OHOS build of it here).
+  local jobs_file=$out/jobs.tsv
+  node scripts/ohos_jobs.cjs "$out" armv8.2-a+dotprod+fp16 >"$jobs_file" || die "could not read build/compile_commands.json"
+  # Every library source (src/**/*.cc but tests), or build/ is older than src/.
+  [ "$(awk -F'\t' '$1 == "edgellm" && $3 ~ /^src\// {print $3}' "$jobs_file" | sort)" = \
+    "$(find src -name '*.cc' ! -name '*_test.cc' | sort)" ] ||
+    die "build/compile_commands.json does not list src/'s sources: rebuild build/ (scripts/setup.sh)"
+  # The binding, at NAPI_VERSION 8 against Node's headers and bindings/harmonyos/shim.
+  local src obj
   for src in bindings/node/src/*.cc; do
-    clang++-15 "${flags[@]}" -c "$src" -o "build-ohos/$(basename "$src" .cc).o"
-    n=$((n + 1))
+    obj=$out/obj/$src.o
+    mkdir -p "$(dirname "$obj")"
+    printf "'%s'\n" -std=c++20 -O2 -fPIC -Wall -Wextra -Werror -Wno-missing-field-initializers \
+      -DNAPI_VERSION=8 -Ibindings/harmonyos/shim -isystem "$node_inc" -Iinclude >"$obj.rsp"
+    printf 'binding\tc++\t%s\t%s\n' "$src" "$obj" >>"$jobs_file"
   done
-  local arch
-  arch=$(file -b build-ohos/addon.o)
-  case $arch in *aarch64*) ;; *) die "build-ohos/addon.o is not an aarch64 object: $arch";; esac
-  echo "cross: ohos: $n binding sources compiled for aarch64-linux-ohos ($arch)" >&2
+
+  # Niced, two at a time by default: this is a background check beside the other builds.
+  local total
+  total=$(wc -l <"$jobs_file")
+  echo "cross: ohos: compiling $total sources (${EDGELLM_OHOS_JOBS:-2} at a time)" >&2
+  cut -f2-4 "$jobs_file" | tr '\t' '\n' |
+    nice -n 15 xargs -d '\n' -n 3 -P "${EDGELLM_OHOS_JOBS:-2}" bash -c 'ohos_cc "$@"' _ ||
+    die "ohos: $(cut -f4 "$jobs_file" | while read -r o; do [ -f "$o" ] || echo x; done | wc -l) of $total sources do not compile (above)"
+
+  # Every object is aarch64, and no header came from outside the stand-in sysroot (a glibc one).
+  local wrong leaked
+  wrong=$(cut -f4 "$jobs_file" | xargs -d '\n' file | grep -v ':[[:space:]]*ELF 64-bit LSB relocatable, ARM aarch64,' || true)
+  [ -z "$wrong" ] || die "not aarch64 objects: $wrong"
+  leaked=$(cut -f4 "$jobs_file" | sed 's/$/.d/' | xargs -d '\n' cat | tr -s ' \\' '\n\n' |
+           grep '^/' | grep -v -e '^/usr/lib/llvm-15/' -e "^$musl/" -e "^$node_inc/" | sort -u || true)
+  [ -z "$leaked" ] || die "headers from outside the musl sysroot: $(head -5 <<<"$leaked")"
+  n_jobs() { awk -F'\t' -v g="$1" -v p="$2" '$1 == g && $3 ~ p' "$jobs_file" | wc -l; }
+  local warned
+  warned=$(awk -F'\t' '$1 == "llama.cpp" {print $4 ".log"}' "$jobs_file" |
+           xargs -d '\n' grep -l 'warning:' | wc -l || true)
+  echo "cross: ohos: $(n_jobs edgellm '') edgellm sources ($(n_jobs edgellm '^src/') in src/, the" \
+       "generated build_info.cc), $(n_jobs llama.cpp '') llama.cpp sources and $(n_jobs binding '')" \
+       "binding sources compiled for aarch64 against musl in $((SECONDS - t0)) s" \
+       "(llama.cpp: $warned with clang warnings, in $out/obj/**/*.log)" >&2
 }
 
 run_aarch64() {
