@@ -116,11 +116,7 @@ Result<uint64_t> projector_memory(const std::string& mmproj, int32_t image_max_t
   return total;
 }
 
-namespace {
-
-// mtmd's helper tells audio from images by these first bytes (WAV, FLAC, MP3 with an ID3 tag
-// or a frame sync).
-bool audio_magic(const uint8_t* b, size_t n) {
+bool looks_like_audio(const uint8_t* b, size_t n) {
   auto at = [&](size_t i, const char* s) {
     return n >= i + std::strlen(s) && std::memcmp(b + i, s, std::strlen(s)) == 0;
   };
@@ -128,8 +124,6 @@ bool audio_magic(const uint8_t* b, size_t n) {
   if (at(0, "fLaC") || at(0, "ID3")) return true;
   return n >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0;
 }
-
-}  // namespace
 
 Result<std::vector<float>> decode_audio_pcm(const uint8_t* data, size_t n, int sample_rate,
                                             double max_seconds) {
@@ -177,7 +171,7 @@ Result<std::vector<float>> decode_audio_pcm(const uint8_t* data, size_t n, int s
 Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, const std::string& id,
                                int64_t max_pixels, double max_audio_seconds, bool* is_audio) {
   const int sample_rate = mtmd_get_audio_sample_rate(p->ctx);
-  if (sample_rate > 0 && audio_magic(data, n)) {
+  if (sample_rate > 0 && looks_like_audio(data, n)) {
     *is_audio = true;
     Result<std::vector<float>> pcm = decode_audio_pcm(data, n, sample_rate, max_audio_seconds);
     if (!pcm.ok()) return pcm.status();

@@ -35,6 +35,10 @@ Result<ProjectorPtr> load_projector(const std::string& mmproj, const llama_model
                                     int32_t n_threads, int32_t image_max_tokens,
                                     ProjectorInfo* info);
 
+// Whether bytes are audio by their first bytes (WAV, FLAC, MP3 with an ID3 tag or a frame
+// sync), as mtmd's helper tells audio from images.
+bool looks_like_audio(const uint8_t* data, size_t n);
+
 // The memory `mmproj` takes once loaded: its weights and the encoder's compute buffer for the
 // largest image (mtmd's own dry run: no weights are read). Check the file first
 // (check_projector): clip.cpp aborts on keys of the wrong type.

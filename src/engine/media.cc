@@ -72,15 +72,6 @@ Status read_media(const Media& m, size_t index, std::vector<uint8_t>* storage,
   return Status::Ok();
 }
 
-// WAV, FLAC or MP3 by their first bytes (as mtmd's helper tells audio from images).
-bool looks_like_audio(const std::vector<uint8_t>& b) {
-  auto at = [&](size_t i, const char* s) { return b.size() >= i + std::strlen(s) &&
-                                                  std::memcmp(b.data() + i, s, std::strlen(s)) == 0; };
-  if (at(0, "RIFF") && at(8, "WAVE")) return true;
-  if (at(0, "fLaC") || at(0, "ID3")) return true;
-  return b.size() >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0;
-}
-
 }  // namespace
 
 llama_token media_token(uint64_t hash, int32_t i) {
@@ -151,7 +142,7 @@ namespace {
 Status decode_item(ProjectorState& ps, const std::vector<uint8_t>& bytes, uint64_t content,
                    const std::string& which, MediaShape* shape,
                    std::shared_ptr<PromptChunks>* chunks) {
-  if (looks_like_audio(bytes) && !ps.info.audio) {
+  if (looks_like_audio(bytes.data(), bytes.size()) && !ps.info.audio) {
     return Status::InvalidArgument(which + " is audio, but this projector encodes images only");
   }
   ImageHeader ih;
