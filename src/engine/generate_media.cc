@@ -81,7 +81,7 @@ Result<std::vector<llama_token>> Session::Impl::MediaChatTokens(
   }
   Result<std::string> text = engine::apply_chat_template(templates, messages, open_reply);
   if (!text.ok()) return text.status();
-  return engine::media_prompt_tokens(*model->media, model->vocab, *text, media,
+  return engine::media_prompt_tokens(*model->media, model->vocab, *text, std::move(media),
                                      /*add_special=*/true, out);
 }
 

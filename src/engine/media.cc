@@ -227,7 +227,7 @@ void keep_shape(ProjectorState& ps, std::shared_ptr<const MediaShape> shape) {
 
 Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const llama_vocab* vocab,
                                                      const std::string& text,
-                                                     const std::vector<Media>& media,
+                                                     std::vector<Media> media,
                                                      bool add_special, MediaPrompt* out) {
   if (media.size() > kMaxMediaItems) {
     return Status::InvalidArgument(std::to_string(media.size()) + " media items in one prompt: " +
@@ -265,9 +265,8 @@ Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const l
     const std::vector<uint8_t>* bytes = nullptr;
     EDGELLM_RETURN_IF_ERROR(read_media(media[i], i, &storage, &bytes));
     const uint64_t content = fnv1a(bytes->data(), bytes->size());
-    item.bytes = bytes == &storage
-                     ? std::make_shared<const std::vector<uint8_t>>(std::move(storage))
-                     : std::make_shared<const std::vector<uint8_t>>(*bytes);
+    item.bytes = std::make_shared<const std::vector<uint8_t>>(
+        bytes == &storage ? std::move(storage) : std::move(media[i].bytes));
     item.shape = find_shape(ps, content);
     if (!item.shape) {
       auto shape = std::make_shared<MediaShape>();

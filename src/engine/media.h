@@ -121,10 +121,11 @@ Status place_markers(std::string* content, size_t n_media, const std::string& wh
 // The prompt's tokens for `text` (one marker per item, in order) and `media`: the text parts'
 // tokens (the first with the vocabulary's BOS when add_special) and each item's shape in
 // place of its marker; `out` gets the items and the counts.
+// The items' bytes move into `out` (a path's are read).
 Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const llama_vocab* vocab,
                                                      const std::string& text,
-                                                     const std::vector<Media>& media,
-                                                     bool add_special, MediaPrompt* out);
+                                                     std::vector<Media> media, bool add_special,
+                                                     MediaPrompt* out);
 
 // Evaluates the placeholders at tokens[0..avail) that belong to one chunk of `prompt` through
 // `control` (encoding it first unless the cache has it): `*n` gets how many it decoded.
