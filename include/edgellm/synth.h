@@ -20,7 +20,9 @@ namespace edgellm {
 struct SynthProjector {
   // clip.projector_type. "idefics3": a SigLIP vision tower (learned positions, pre-LN blocks,
   // tanh GELU), a pixel unshuffle by `scale_factor` and one linear map to the text width
-  // (SmolVLM's). "" for presets without a projector.
+  // (SmolVLM's). "ultravox": a Whisper encoder (log-mel input, two convolutions, learned
+  // positions, pre-LN blocks) whose frames are stacked by `stack_factor` and mapped through
+  // Ultravox's SwiGLU projector (Ultravox's). "" for presets without a projector.
   std::string type = "";
   int32_t n_layer = 0, n_embd = 0, n_head = 0, n_ff = 0;
   int32_t image_size = 0;          // the tile the tower sees, pixels a side
@@ -28,6 +30,11 @@ struct SynthProjector {
   int32_t scale_factor = 0;        // pixel unshuffle: scale_factor^2 patches per token
   int32_t preproc_image_size = 0;  // longest edge images are resized to before tiling
   float eps = 1e-6f;               // LayerNorm epsilon
+  // Audio encoders: the mel bins of the front end, the frames stacked into one token, and
+  // the width of the projector's SwiGLU input (its output is half that).
+  int32_t n_mel_bins = 0;
+  int32_t stack_factor = 0;
+  int32_t proj_hidden = 0;
 };
 
 // A token the preset puts over the vocabulary file's (at `id`, which may be past its end):
@@ -89,7 +96,9 @@ struct SynthPreset {
 // llama.cpp's models/ggml-vocab-bert-bge.gguf; qwen3-embedding-0.6b (a decoder embedder with
 // LAST pooling, Qwen2 vocabulary); smolvlm-256m (SmolVLM-256M-Instruct: a llama text model
 // and, with SynthOptions::mmproj_output, its idefics3 vision projector; StarCoder's 49,152-token
-// BPE vocabulary, the same size as SmolLM2's, under SmolVLM's 128 added tokens).
+// BPE vocabulary, the same size as SmolLM2's, under SmolVLM's 128 added tokens);
+// ultravox-v0.5-llama-3.2-1b (Llama-3.2-1B-Instruct with Llama 3's vocabulary and, with
+// mmproj_output, Ultravox's Whisper-large-v3-turbo audio encoder and projector).
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
 
@@ -114,7 +123,7 @@ struct SynthOptions {
   // Loading its weights gives all-zero weights. Default false.
   bool header_only = false;
   // Also write the preset's projector (mmproj GGUF, F16) to this path, atomically. Only for
-  // presets with one (smolvlm-256m). Default "": none.
+  // presets with one (smolvlm-256m, ultravox-v0.5-llama-3.2-1b). Default "": none.
   std::string mmproj_output;
   // Called with a stage ("weights", "quantize", "mmproj") and its progress in [0, 1].
   // Return false to cancel (kCancelled; nothing is left at `output`).

@@ -3,8 +3,10 @@
 // whole app) on another, and builds its graph once at load, where a tensor of the wrong shape
 // is another GGML_ASSERT. So: every clip.* key's type (the types clip.cpp's getters require,
 // tools/mtmd/clip.cpp), and for the projector types edgellm knows, every tensor's shape and
-// type against the file's own hyperparameters and the text model's width. Other projector
-// types are refused until their shapes are checked too.
+// type against the file's own hyperparameters and the text model's width: idefics3 (SmolVLM)
+// and ultravox (Ultravox's Whisper encoder). Other projector types are refused until their
+// shapes are checked too.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,35 +44,135 @@ struct Shape {
   std::string name;
   int64_t ne[4];
   bool f32;  // must be F32 (norms, biases, embeddings added without a matmul)
+  // F16 or F32: convolution kernels (im2col) and embeddings added, not multiplied.
+  bool f16_or_f32 = false;
 };
+
+// The tensors a projector of one type must hold, and what to call it in an error.
+struct Table {
+  std::vector<Shape> shapes;
+  std::string what;
+};
+
+using U32 = std::function<int64_t(const char*)>;
+
+Status bad_file(const std::string& path, const std::string& why) {
+  return Status::CorruptData(path + " is not a projector llama.cpp can load: " + why);
+}
+
+Status wrong_width(const std::string& path, const char* media, int64_t width, int64_t text) {
+  return Status::InvalidArgument(path + " projects " + media + " to " + std::to_string(width) +
+                                 "-wide embeddings, but the text model is " +
+                                 std::to_string(text) + " wide: it was made for another model");
+}
+
+// A tower's pre-LN blocks (LayerNorms, attention with biases, a two-matrix FFN) and its
+// final LayerNorm, under `prefix` ("v" or "a").
+void add_blocks(std::vector<Shape>* s, const std::string& prefix, int64_t layers, int64_t d,
+                int64_t ff, bool k_bias) {
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string b = prefix + ".blk." + std::to_string(i) + ".";
+    for (const char* n : {"ln1", "ln2"}) {
+      s->push_back({b + n + ".weight", {d, 1, 1, 1}, true});
+      s->push_back({b + n + ".bias", {d, 1, 1, 1}, true});
+    }
+    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      s->push_back({b + n + ".weight", {d, d, 1, 1}, false});
+      if (k_bias || std::string(n) != "attn_k") {
+        s->push_back({b + n + ".bias", {d, 1, 1, 1}, true});
+      }
+    }
+    s->push_back({b + "ffn_up.weight", {d, ff, 1, 1}, false});
+    s->push_back({b + "ffn_up.bias", {ff, 1, 1, 1}, true});
+    s->push_back({b + "ffn_down.weight", {ff, d, 1, 1}, false});
+    s->push_back({b + "ffn_down.bias", {d, 1, 1, 1}, true});
+  }
+  s->push_back({prefix + ".post_ln.weight", {d, 1, 1, 1}, true});
+  s->push_back({prefix + ".post_ln.bias", {d, 1, 1, 1}, true});
+}
 
 // idefics3 (SmolVLM): synth_mmproj.cc writes the same table.
 std::vector<Shape> idefics3_shapes(int64_t d, int64_t ff, int64_t layers, int64_t patch,
                                    int64_t image, int64_t scale, int64_t text) {
   std::vector<Shape> s;
   const int64_t grid = image / patch;
-  s.push_back({"v.patch_embd.weight", {patch, patch, 3, d}, false});
+  s.push_back({"v.patch_embd.weight", {patch, patch, 3, d}, false, true});
   s.push_back({"v.patch_embd.bias", {d, 1, 1, 1}, true});
-  s.push_back({"v.position_embd.weight", {d, grid * grid, 1, 1}, false});
-  for (int64_t i = 0; i < layers; ++i) {
-    const std::string b = "v.blk." + std::to_string(i) + ".";
-    for (const char* n : {"ln1", "ln2"}) {
-      s.push_back({b + n + ".weight", {d, 1, 1, 1}, true});
-      s.push_back({b + n + ".bias", {d, 1, 1, 1}, true});
-    }
-    for (const char* n : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-      s.push_back({b + n + ".weight", {d, d, 1, 1}, false});
-      s.push_back({b + n + ".bias", {d, 1, 1, 1}, true});
-    }
-    s.push_back({b + "ffn_up.weight", {d, ff, 1, 1}, false});
-    s.push_back({b + "ffn_up.bias", {ff, 1, 1, 1}, true});
-    s.push_back({b + "ffn_down.weight", {ff, d, 1, 1}, false});
-    s.push_back({b + "ffn_down.bias", {d, 1, 1, 1}, true});
-  }
-  s.push_back({"v.post_ln.weight", {d, 1, 1, 1}, true});
-  s.push_back({"v.post_ln.bias", {d, 1, 1, 1}, true});
+  s.push_back({"v.position_embd.weight", {d, grid * grid, 1, 1}, false, true});
+  add_blocks(&s, "v", layers, d, ff, /*k_bias=*/true);
   s.push_back({"mm.model.fc.weight", {d * scale * scale, text, 1, 1}, false});
   return s;
+}
+
+Status idefics3_table(const U32& u32, const std::string& path, ggml_context* meta,
+                      int32_t text_n_embd, Table* out) {
+  const int64_t d = u32("clip.vision.embedding_length"), ff = u32("clip.vision.feed_forward_length"),
+                layers = u32("clip.vision.block_count"), patch = u32("clip.vision.patch_size"),
+                image = u32("clip.vision.image_size"),
+                scale = u32("clip.vision.projector.scale_factor"),
+                heads = u32("clip.vision.attention.head_count");
+  if (d <= 0 || ff <= 0 || layers <= 0 || layers > 1024 || patch <= 0 || image <= 0 ||
+      image % patch != 0 || scale < 2 || (image / patch) % scale != 0 || heads <= 0 ||
+      d % heads != 0) {
+    return bad_file(path, "its vision hyperparameters are missing or inconsistent "
+                          "(embedding_length " + std::to_string(d) + ", head_count " +
+                          std::to_string(heads) + ", block_count " + std::to_string(layers) +
+                          ", image_size " + std::to_string(image) + ", patch_size " +
+                          std::to_string(patch) + ", scale_factor " + std::to_string(scale) + ")");
+  }
+  const ggml_tensor* fc = ggml_get_tensor(meta, "mm.model.fc.weight");
+  if (fc && fc->ne[1] != text_n_embd) return wrong_width(path, "images", fc->ne[1], text_n_embd);
+  out->shapes = idefics3_shapes(d, ff, layers, patch, image, scale, text_n_embd);
+  out->what = "an idefics3 projector with " + std::to_string(layers) + " blocks";
+  return Status::Ok();
+}
+
+// ultravox: Whisper's encoder (synth_mmproj.cc writes the same table) and Ultravox's
+// projector. Whisper's graph takes 3000 mel frames (30 s) a chunk, 1500 positions after its
+// strided convolution; the projector's width `hidden` is the file's own (even: SwiGLU halves it).
+Status ultravox_table(const U32& u32, const std::string& path, ggml_context* meta,
+                      int32_t text_n_embd, Table* out) {
+  constexpr int64_t kPositions = 1500;
+  const int64_t d = u32("clip.audio.embedding_length"), ff = u32("clip.audio.feed_forward_length"),
+                layers = u32("clip.audio.block_count"), mel = u32("clip.audio.num_mel_bins"),
+                heads = u32("clip.audio.attention.head_count"),
+                stack = u32("clip.audio.projector.stack_factor");
+  const ggml_tensor* mlp1 = ggml_get_tensor(meta, "mm.a.mlp.1.weight");
+  const ggml_tensor* mlp2 = ggml_get_tensor(meta, "mm.a.mlp.2.weight");
+  const ggml_tensor* pos = ggml_get_tensor(meta, "a.position_embd.weight");
+  if (d <= 0 || ff <= 0 || layers <= 0 || layers > 1024 || mel <= 0 || mel > 256 ||
+      heads <= 0 || d % heads != 0 || stack <= 0 || stack > 64) {
+    return bad_file(path, "its audio hyperparameters are missing or inconsistent "
+                          "(embedding_length " + std::to_string(d) + ", head_count " +
+                          std::to_string(heads) + ", block_count " + std::to_string(layers) +
+                          ", num_mel_bins " + std::to_string(mel) + ", stack_factor " +
+                          std::to_string(stack) + ")");
+  }
+  if (!mlp1 || !mlp2 || !pos) {
+    return bad_file(path, "it lacks Ultravox's projector (mm.a.mlp.1/2) or Whisper's positions");
+  }
+  const int64_t hidden = mlp1->ne[1];
+  if (hidden <= 0 || hidden % 2 != 0) {
+    return bad_file(path, "its projector's width " + std::to_string(hidden) + " is not even");
+  }
+  if (mlp2->ne[1] != text_n_embd) return wrong_width(path, "audio", mlp2->ne[1], text_n_embd);
+  if (pos->ne[1] < kPositions || pos->ne[1] > 65536) {
+    return bad_file(path, "a.position_embd.weight holds " + std::to_string(pos->ne[1]) +
+                          " positions; Whisper's encoder needs " + std::to_string(kPositions));
+  }
+  std::vector<Shape>& s = out->shapes;
+  s.push_back({"a.conv1d.1.weight", {3, mel, d, 1}, false, true});
+  s.push_back({"a.conv1d.1.bias", {1, d, 1, 1}, true});
+  s.push_back({"a.conv1d.2.weight", {3, d, d, 1}, false, true});
+  s.push_back({"a.conv1d.2.bias", {1, d, 1, 1}, true});
+  s.push_back({"a.position_embd.weight", {d, pos->ne[1], 1, 1}, false, true});
+  add_blocks(&s, "a", layers, d, ff, /*k_bias=*/false);  // Whisper's keys have no bias
+  s.push_back({"mm.a.norm_pre.weight", {d * stack, 1, 1, 1}, true});
+  s.push_back({"mm.a.mlp.1.weight", {d * stack, hidden, 1, 1}, false});
+  s.push_back({"mm.a.norm_mid.weight", {hidden / 2, 1, 1, 1}, true});
+  s.push_back({"mm.a.mlp.2.weight", {hidden / 2, text_n_embd, 1, 1}, false});
+  out->what = "an ultravox projector with " + std::to_string(layers) + " blocks";
+  return Status::Ok();
 }
 
 }  // namespace
@@ -114,40 +216,23 @@ Status check_projector(const std::string& path, int32_t text_n_embd) {
   };
   const int64_t type_id = gguf_find_key(g.get(), "clip.projector_type");
   const std::string type = type_id >= 0 ? gguf_get_val_str(g.get(), type_id) : "";
-  if (type != "idefics3") {
+  Table table;
+  if (type == "idefics3") {
+    EDGELLM_RETURN_IF_ERROR(idefics3_table(u32, path, meta, text_n_embd, &table));
+  } else if (type == "ultravox") {
+    EDGELLM_RETURN_IF_ERROR(ultravox_table(u32, path, meta, text_n_embd, &table));
+  } else {
     return Status::FailedPrecondition(
         path + " is a '" + (type.empty() ? std::string("(unnamed)") : type) +
         "' projector; edgellm checks a projector's tensors before loading it and knows "
-        "'idefics3' (SmolVLM) so far");
+        "'idefics3' (SmolVLM) and 'ultravox' (Ultravox's Whisper encoder) so far");
   }
-  const int64_t d = u32("clip.vision.embedding_length"), ff = u32("clip.vision.feed_forward_length"),
-                layers = u32("clip.vision.block_count"), patch = u32("clip.vision.patch_size"),
-                image = u32("clip.vision.image_size"),
-                scale = u32("clip.vision.projector.scale_factor");
-  if (d <= 0 || ff <= 0 || layers <= 0 || layers > 1024 || patch <= 0 || image <= 0 ||
-      image % patch != 0 || scale < 2 || (image / patch) % scale != 0) {
-    return bad("its vision hyperparameters are missing or inconsistent (embedding_length " +
-               std::to_string(d) + ", block_count " + std::to_string(layers) + ", image_size " +
-               std::to_string(image) + ", patch_size " + std::to_string(patch) +
-               ", scale_factor " + std::to_string(scale) + ")");
-  }
-  const int64_t fc = gguf_find_tensor(g.get(), "mm.model.fc.weight");
-  if (fc >= 0) {
-    const ggml_tensor* t = ggml_get_tensor(meta, "mm.model.fc.weight");
-    if (t && t->ne[1] != text_n_embd) {
-      return Status::InvalidArgument(path + " projects images to " + std::to_string(t->ne[1]) +
-                                     "-wide embeddings, but the text model is " +
-                                     std::to_string(text_n_embd) +
-                                     " wide: it was made for another model");
-    }
-  }
-  const std::vector<Shape> shapes = idefics3_shapes(d, ff, layers, patch, image, scale, text_n_embd);
+  const std::vector<Shape>& shapes = table.shapes;
   // clip.cpp also looks up optional tensors (a pre-norm, gates, ...): one it finds with a shape
   // its graph does not expect aborts too, so the file holds these tensors and no others.
   if (gguf_get_n_tensors(g.get()) != static_cast<int64_t>(shapes.size())) {
     return bad("it has " + std::to_string(gguf_get_n_tensors(g.get())) + " tensors, not the " +
-               std::to_string(shapes.size()) + " of an idefics3 projector with " +
-               std::to_string(layers) + " blocks");
+               std::to_string(shapes.size()) + " of " + table.what);
   }
   for (const Shape& s : shapes) {
     const ggml_tensor* t = ggml_get_tensor(meta, s.name.c_str());
@@ -162,8 +247,7 @@ Status check_projector(const std::string& path, int32_t text_n_embd) {
     if (s.f32 && t->type != GGML_TYPE_F32) {
       return bad("tensor " + s.name + " is " + ggml_type_name(t->type) + ", not F32");
     }
-    if (!s.f32 && t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 &&
-        (s.name == "v.patch_embd.weight" || s.name == "v.position_embd.weight")) {
+    if (!s.f32 && s.f16_or_f32 && t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16) {
       return bad("tensor " + s.name + " is " + ggml_type_name(t->type) + ", not F16 or F32");
     }
   }

@@ -390,56 +390,6 @@ Status write_random_gguf(gguf_context* out, const std::vector<TensorSpec>& specs
 
 constexpr const char* kQwen25Template = "Qwen-Qwen2.5-7B-Instruct.jinja";
 
-// SmolVLM's turn format, as llama.cpp renders it (llama-chat.cpp's "smolvlm"):
-// "<|im_start|>{system}\n\nUser: {text}<end_of_utterance>\nAssistant: ...", written for edgellm
-// over string contents (the model card's template takes lists of parts).
-constexpr const char* kSmolVlmTemplate =
-    "<|im_start|>{% for message in messages %}"
-    "{% if message['role'] == 'system' %}{{ message['content'] }}\n\n"
-    "{% else %}{% if message['role'] == 'assistant' %}Assistant{% else %}User{% endif %}: "
-    "{{ message['content'] }}<end_of_utterance>\n{% endif %}"
-    "{% endfor %}{% if add_generation_prompt %}Assistant:{% endif %}";
-
-// HuggingFaceTB/SmolVLM-256M-Instruct: SmolLM2-135M's decoder (30 layers of 576, 9 query and
-// 3 KV heads, RMS epsilon 1e-5, RoPE base 100000, tied embeddings, 8K context) and a SigLIP
-// base tower (12 layers of 768, 512-pixel tiles of 16-pixel patches) whose 1024 patches a tile
-// are unshuffled by 4 into 64 tokens of 12288 and mapped to 576. Vocabulary: StarCoder2's
-// 49,152 BPE tokens (SmolLM2's own is not in llama.cpp's models/; it has the same size and
-// layout: <|endoftext|> at 0, <|im_start|> at 1, <|im_end|> at 2) with SmolVLM's 128 added
-// tokens at its ids (<global-img> 49152, <row_R_col_C> 49153-49188, <fake_token_around_image>
-// 49189, <image> 49190, reserved, <end_of_utterance> 49279, the EOS).
-static SynthPreset smolvlm_256m() {
-  SynthPreset p{"smolvlm-256m", 30, 576, 9, 3, 1536, 49280, 8192, true, 100000.0f};
-  p.arch = "llama";
-  p.vocab_file = "ggml-vocab-starcoder.gguf";
-  p.rms_eps = 1e-5f;
-  p.chat_template_text = kSmolVlmTemplate;
-  p.added_tokens = {{1, "<|im_start|>"}, {2, "<|im_end|>"}, {49152, "<global-img>", 4}};
-  for (int r = 1; r <= 6; ++r) {
-    for (int c = 1; c <= 6; ++c) {
-      p.added_tokens.push_back({49153 + (r - 1) * 6 + (c - 1),
-                                "<row_" + std::to_string(r) + "_col_" + std::to_string(c) + ">", 4});
-    }
-  }
-  p.added_tokens.push_back({49189, "<fake_token_around_image>", 4});
-  p.added_tokens.push_back({49190, "<image>", 4});
-  for (int i = 49191; i < 49279; ++i) {
-    p.added_tokens.push_back({i, "<|reserved_special_token_" + std::to_string(i - 49191) + "|>"});
-  }
-  p.added_tokens.push_back({49279, "<end_of_utterance>"});
-  p.eos_token = 49279;
-  p.projector.type = "idefics3";
-  p.projector.n_layer = 12;
-  p.projector.n_embd = 768;
-  p.projector.n_head = 12;
-  p.projector.n_ff = 3072;
-  p.projector.image_size = 512;
-  p.projector.patch_size = 16;
-  p.projector.scale_factor = 4;
-  p.projector.preproc_image_size = 2048;
-  return p;
-}
-
 const std::vector<SynthPreset>& synth_presets() {
   // Shapes from the models' published config.json files.
   static const std::vector<SynthPreset> kPresets = {
@@ -485,7 +435,8 @@ const std::vector<SynthPreset>& synth_presets() {
                        "answer the query\nQuery:",
        .head_dim = 128,
        .add_eos = true},
-      smolvlm_256m(),
+      smolvlm_256m_preset(),
+      ultravox_preset(),
   };
   return kPresets;
 }
@@ -505,7 +456,7 @@ Status synth_model(const SynthOptions& o) {
   if (o.output.empty()) return Status::InvalidArgument("no output path: pass -o FILE.gguf");
   if (!o.mmproj_output.empty() && preset->projector.type.empty()) {
     return Status::InvalidArgument("preset " + preset->name + " has no projector: --mmproj is "
-                                   "for multimodal presets (smolvlm-256m)");
+                                   "for multimodal presets (smolvlm-256m, ultravox-v0.5-llama-3.2-1b)");
   }
   if (!o.mmproj_output.empty() && o.mmproj_output == o.output) {
     return Status::InvalidArgument("the projector and the model cannot both be written to " +

@@ -1,5 +1,5 @@
 // Internals of synth_model shared by its architectures (synth.cc: Qwen2, Qwen3, Llama;
-// synth_bert.cc: BERT; synth_mmproj.cc: projectors).
+// synth_bert.cc: BERT; synth_mmproj.cc: projectors; synth_presets_mm.cc: multimodal presets).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +51,11 @@ Status write_random_gguf(gguf_context* out, const std::vector<TensorSpec>& specs
                          const std::vector<ggml_tensor*>& tensors, uint64_t total, uint64_t seed,
                          const std::string& path, const char* stage,
                          const std::function<bool(const char*, float)>& on_progress);
+
+// The multimodal presets (synth_presets_mm.cc): SmolVLM-256M-Instruct and Ultravox v0.5 on
+// Llama-3.2-1B.
+SynthPreset smolvlm_256m_preset();
+SynthPreset ultravox_preset();
 
 // Writes the projector of `p` (p.projector) as an mmproj GGUF at `path` (not atomically: the
 // caller's AtomicFile path).

@@ -14,6 +14,31 @@
 namespace edgellm {
 namespace {
 
+// A tower's pre-LN blocks (ln1, attn_q/k/v/out with biases, ln2, ffn_up/down with biases)
+// and its final LayerNorm, under `prefix` ("v" or "a"); `k_bias` false: no bias on attn_k.
+void add_blocks(std::vector<TensorSpec>* t, const std::string& prefix, int n_layer, int64_t d,
+                int64_t ff, bool k_bias) {
+  for (int i = 0; i < n_layer; ++i) {
+    const std::string b = prefix + ".blk." + std::to_string(i) + ".";
+    t->push_back({b + "ln1.weight", d, 1, TensorSpec::kOnes});
+    t->push_back({b + "ln1.bias", d, 1, TensorSpec::kBias});
+    for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
+      t->push_back({b + w + ".weight", d, d, TensorSpec::kWeight});
+      if (k_bias || std::string(w) != "attn_k") {
+        t->push_back({b + w + ".bias", d, 1, TensorSpec::kBias});
+      }
+    }
+    t->push_back({b + "ln2.weight", d, 1, TensorSpec::kOnes});
+    t->push_back({b + "ln2.bias", d, 1, TensorSpec::kBias});
+    t->push_back({b + "ffn_up.weight", d, ff, TensorSpec::kWeight});
+    t->push_back({b + "ffn_up.bias", ff, 1, TensorSpec::kBias});
+    t->push_back({b + "ffn_down.weight", ff, d, TensorSpec::kWeight});
+    t->push_back({b + "ffn_down.bias", d, 1, TensorSpec::kBias});
+  }
+  t->push_back({prefix + ".post_ln.weight", d, 1, TensorSpec::kOnes});
+  t->push_back({prefix + ".post_ln.bias", d, 1, TensorSpec::kBias});
+}
+
 // idefics3 (SmolVLM): a SigLIP tower and the connector's one linear map.
 //   v.patch_embd     [P, P, 3, D] conv kernel and its bias; v.position_embd [D, (S/P)^2]
 //   v.blk.N.*        pre-LN blocks: ln1, attn_q/k/v/out, ln2, ffn_up/down (all with biases)
@@ -30,66 +55,110 @@ std::vector<TensorSpec> idefics3_specs(const SynthProjector& v, int32_t text_wid
   t.push_back(patch);
   t.push_back({"v.patch_embd.bias", d, 1, TensorSpec::kBias});
   t.push_back({"v.position_embd.weight", d, grid * grid, TensorSpec::kWeight, true});
-  for (int i = 0; i < v.n_layer; ++i) {
-    const std::string b = "v.blk." + std::to_string(i) + ".";
-    t.push_back({b + "ln1.weight", d, 1, TensorSpec::kOnes});
-    t.push_back({b + "ln1.bias", d, 1, TensorSpec::kBias});
-    for (const char* w : {"attn_q", "attn_k", "attn_v", "attn_out"}) {
-      t.push_back({b + w + ".weight", d, d, TensorSpec::kWeight});
-      t.push_back({b + w + ".bias", d, 1, TensorSpec::kBias});
-    }
-    t.push_back({b + "ln2.weight", d, 1, TensorSpec::kOnes});
-    t.push_back({b + "ln2.bias", d, 1, TensorSpec::kBias});
-    t.push_back({b + "ffn_up.weight", d, ff, TensorSpec::kWeight});
-    t.push_back({b + "ffn_up.bias", ff, 1, TensorSpec::kBias});
-    t.push_back({b + "ffn_down.weight", ff, d, TensorSpec::kWeight});
-    t.push_back({b + "ffn_down.bias", d, 1, TensorSpec::kBias});
-  }
-  t.push_back({"v.post_ln.weight", d, 1, TensorSpec::kOnes});
-  t.push_back({"v.post_ln.bias", d, 1, TensorSpec::kBias});
+  add_blocks(&t, "v", v.n_layer, d, ff, /*k_bias=*/true);
   const int64_t f2 = static_cast<int64_t>(v.scale_factor) * v.scale_factor;
   t.push_back({"mm.model.fc.weight", d * f2, text_width, TensorSpec::kWeight});
   return t;
 }
 
-void set_vision_keys(const SynthPreset& p, gguf_context* out) {
-  const SynthProjector& v = p.projector;
-  auto u32 = [&](const char* key, int32_t val) {
-    gguf_set_val_u32(out, key, static_cast<uint32_t>(val));
-  };
+// ultravox (Ultravox v0.5): a Whisper encoder and Ultravox's projector.
+//   a.conv1d.1       [3, mel, D] kernel (F16) and its bias [1, D]; a.conv1d.2 [3, D, D], [1, D]
+//                    (the converter stores conv biases as columns)
+//   a.position_embd  [D, 1500]: Whisper's learned positions (30 s of 10 ms frames, halved)
+//   a.blk.N.*        pre-LN blocks: ln1, attn_q (bias), attn_k (no bias), attn_v (bias),
+//                    attn_out (bias), ln2, ffn_up/down (biases)
+//   a.post_ln        the final LayerNorm
+//   mm.a.norm_pre    [D * stack]: RMS norm weights over the stacked frames
+//   mm.a.mlp.1       [D * stack, hidden] (no bias), SwiGLU halves it
+//   mm.a.norm_mid    [hidden / 2]; mm.a.mlp.2 [hidden / 2, text width] (no bias)
+constexpr int64_t kWhisperPositions = 1500;
+
+std::vector<TensorSpec> ultravox_specs(const SynthProjector& a, int32_t text_width) {
+  const int64_t d = a.n_embd, ff = a.n_ff;
+  std::vector<TensorSpec> t;
+  TensorSpec conv1{"a.conv1d.1.weight", 3, a.n_mel_bins, TensorSpec::kWeight};
+  conv1.ne2 = d;
+  t.push_back(conv1);
+  t.push_back({"a.conv1d.1.bias", 1, d, TensorSpec::kBias, true});
+  TensorSpec conv2{"a.conv1d.2.weight", 3, d, TensorSpec::kWeight};
+  conv2.ne2 = d;
+  t.push_back(conv2);
+  t.push_back({"a.conv1d.2.bias", 1, d, TensorSpec::kBias, true});
+  t.push_back({"a.position_embd.weight", d, kWhisperPositions, TensorSpec::kWeight, true});
+  add_blocks(&t, "a", a.n_layer, d, ff, /*k_bias=*/false);
+  const int64_t stacked = d * a.stack_factor, mid = a.proj_hidden / 2;
+  t.push_back({"mm.a.norm_pre.weight", stacked, 1, TensorSpec::kOnes});
+  t.push_back({"mm.a.mlp.1.weight", stacked, a.proj_hidden, TensorSpec::kWeight});
+  t.push_back({"mm.a.norm_mid.weight", mid, 1, TensorSpec::kOnes});
+  t.push_back({"mm.a.mlp.2.weight", mid, text_width, TensorSpec::kWeight});
+  return t;
+}
+
+void set_common_keys(const SynthPreset& p, gguf_context* out) {
   gguf_set_val_str(out, "general.architecture", "clip");
   gguf_set_val_str(out, "general.type", "mmproj");
   gguf_set_val_str(out, "general.name", ("edgellm-synth-" + p.name + "-mmproj").c_str());
-  u32("general.file_type", 1);  // F16
-  gguf_set_val_bool(out, "clip.has_vision_encoder", true);
-  gguf_set_val_str(out, "clip.projector_type", v.type.c_str());
-  u32("clip.vision.projection_dim", p.n_embd);
+  gguf_set_val_u32(out, "general.file_type", 1);  // F16
+  gguf_set_val_str(out, "clip.projector_type", p.projector.type.c_str());
+  gguf_set_val_str(out, "edgellm.synth.preset", p.name.c_str());
+}
+
+void set_u32(gguf_context* out, const std::string& key, int32_t val) {
+  gguf_set_val_u32(out, key.c_str(), static_cast<uint32_t>(val));
+}
+
+// The common keys and the tower's shape under clip.<modality>.* ("vision" or "audio"), as the
+// converter's MmprojModel writes them.
+void set_tower_keys(const SynthPreset& p, const std::string& modality, gguf_context* out) {
+  const SynthProjector& t = p.projector;
+  const std::string k = "clip." + modality + ".";
+  set_common_keys(p, out);
+  gguf_set_val_bool(out, ("clip.has_" + modality + "_encoder").c_str(), true);
+  set_u32(out, k + "projection_dim", p.n_embd);
+  set_u32(out, k + "embedding_length", t.n_embd);
+  set_u32(out, k + "feed_forward_length", t.n_ff);
+  set_u32(out, k + "block_count", t.n_layer);
+  set_u32(out, k + "attention.head_count", t.n_head);
+  gguf_set_val_f32(out, (k + "attention.layer_norm_epsilon").c_str(), t.eps);
+}
+
+// Ultravox's encoder class adds the mel bins and the stack factor.
+void set_audio_keys(const SynthPreset& p, gguf_context* out) {
+  set_tower_keys(p, "audio", out);
+  set_u32(out, "clip.audio.num_mel_bins", p.projector.n_mel_bins);
+  set_u32(out, "clip.audio.projector.stack_factor", p.projector.stack_factor);
+}
+
+void set_vision_keys(const SynthPreset& p, gguf_context* out) {
+  const SynthProjector& v = p.projector;
+  auto u32 = [&](const char* key, int32_t val) { set_u32(out, key, val); };
+  set_tower_keys(p, "vision", out);
   u32("clip.vision.image_size", v.image_size);
   u32("clip.vision.patch_size", v.patch_size);
-  u32("clip.vision.embedding_length", v.n_embd);
-  u32("clip.vision.feed_forward_length", v.n_ff);
-  u32("clip.vision.block_count", v.n_layer);
-  u32("clip.vision.attention.head_count", v.n_head);
-  gguf_set_val_f32(out, "clip.vision.attention.layer_norm_epsilon", v.eps);
   const float half[3] = {0.5f, 0.5f, 0.5f};  // SmolVLM's preprocessor: mean and std 0.5
   gguf_set_arr_data(out, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
   gguf_set_arr_data(out, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
   u32("clip.vision.projector.scale_factor", v.scale_factor);
   gguf_set_val_bool(out, "clip.use_gelu", true);
   u32("clip.vision.preproc_image_size", v.preproc_image_size);
-  gguf_set_val_str(out, "edgellm.synth.preset", p.name.c_str());
 }
 
 }  // namespace
 
 Status write_mmproj(const SynthPreset& p, const SynthOptions& o, const std::string& path) {
-  if (p.projector.type != "idefics3") {
+  const bool audio = p.projector.type == "ultravox";
+  if (p.projector.type != "idefics3" && !audio) {
     return Status::Internal("synth has no writer for projector type '" + p.projector.type + "'");
   }
   engine::ensure_backend();
-  const std::vector<TensorSpec> specs = idefics3_specs(p.projector, p.n_embd);
+  const std::vector<TensorSpec> specs =
+      audio ? ultravox_specs(p.projector, p.n_embd) : idefics3_specs(p.projector, p.n_embd);
   GgufPtr out(gguf_init_empty());
-  set_vision_keys(p, out.get());
+  if (audio) {
+    set_audio_keys(p, out.get());
+  } else {
+    set_vision_keys(p, out.get());
+  }
   gguf_set_val_u64(out.get(), "edgellm.synth.seed", o.seed);
   ggml_init_params ip{specs.size() * ggml_tensor_overhead() + 1024, nullptr, /*no_alloc=*/true};
   GgmlPtr gctx(ggml_init(ip));

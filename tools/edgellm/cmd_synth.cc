@@ -16,7 +16,8 @@ Action add_synth(CLI::App& app) {
   cmd->add_option("--type", o.type, "F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0 ... (default Q4_K_M)");
   cmd->add_option("-o,--output", o.output, "Output .gguf path (written atomically)");
   cmd->add_option("--mmproj", o.mmproj_output,
-                  "Also write the preset's vision projector (mmproj .gguf) here (smolvlm-256m)");
+                  "Also write the preset's projector (mmproj .gguf) here (smolvlm-256m: vision, "
+                  "ultravox-v0.5-llama-3.2-1b: audio)");
   cmd->add_option("--seed", o.seed, "Weight seed (default 1)");
   cmd->add_option("--vocab", o.vocab_path, "Tokenizer GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf)");
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
@@ -42,8 +43,9 @@ Action add_synth(CLI::App& app) {
         const std::string vocab = p.vocab_file.empty() ? "ggml-vocab-qwen2.gguf" : p.vocab_file;
         const std::string use =
             p.pooling >= 0 ? std::string("pooling ") + kPooling[p.pooling] + ", " + vocab
-            : !p.projector.type.empty() ? "built-in template, " + vocab + ", --mmproj " +
-                                              p.projector.type
+            : !p.projector.type.empty()
+                ? (p.chat_template.empty() ? std::string("built-in template") : p.chat_template) +
+                      ", " + vocab + ", --mmproj " + p.projector.type
             : p.chat_template.empty() ? "(the vocabulary's)"
                                       : p.chat_template;
         std::printf("%-29s %-5s %6d %6d %5d %7d %6d %7d %4s %s\n", p.name.c_str(),
