@@ -1,12 +1,22 @@
 // Helpers shared by the benchmarks. Public API only.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "edgellm/edgellm.h"
 
 namespace bench {
+
+// The median (the mean of the middle two for an even count); 0 for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 // A prompt of exactly n tokens: " the" is one token in byte-level BPE vocabularies.
 inline std::string prompt_of(const edgellm::Model& m, int n) {

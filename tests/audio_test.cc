@@ -15,6 +15,7 @@
 #include "edgellm/session.h"
 #include "gguf.h"
 #include "testutil/fixtures.h"
+#include "testutil/tool_run.h"
 
 namespace edgellm {
 namespace {
@@ -160,33 +161,14 @@ TEST(AudioFixture, ThePlanCountsTheAudioProjector) {
               plan->projector_bytes / 1048576.0, file / 1048576.0, plan->total_bytes / 1048576.0);
 }
 
-struct ToolRun {
-  int rc;
-  std::string out, err;
-};
-
-ToolRun run_tool(const std::string& cmd) {
-  const std::string err_path = testutil::fixture_dir() + "/audio-tool-stderr";
-  FILE* p = popen((cmd + " 2>" + err_path).c_str(), "r");
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int rc = p ? pclose(p) : -1;
-  return {rc, out, testutil::read_file(err_path)};
-}
-
-std::string trim_newlines(std::string s) {
-  while (!s.empty() && s.front() == '\n') s.erase(s.begin());
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
-}
+using testutil::run_tool;
+using testutil::trim_newlines;
 
 // Greedy text for an audio prompt equals llama-mtmd-cli's on the same pair and clip. The CLI
 // formats the turn with the model's template (without Llama 3.2's dated system block: it
 // renders only the new message), which its log shows; edgellm gets that text as a raw prompt.
 TEST(Audio, GreedyTextEqualsLlamaMtmdCli) {
-  const ToolRun ref = run_tool(std::string(EDGELLM_LLAMA_MTMD_CLI) + " -m " + text_model() +
+  const testutil::CliRun ref = run_tool(std::string(EDGELLM_LLAMA_MTMD_CLI) + " -m " + text_model() +
                                " --mmproj " + projector() + " --audio " + kClip +
                                " -p 'What is said?' -n 16 --temp 0 -t 2 --no-warmup -c 1024 -v");
   ASSERT_EQ(ref.rc, 0) << ref.err.substr(ref.err.size() > 4000 ? ref.err.size() - 4000 : 0);

@@ -20,7 +20,10 @@ namespace edgellm {
 struct SynthProjector {
   // clip.projector_type. "idefics3": a SigLIP vision tower (learned positions, pre-LN blocks,
   // tanh GELU), a pixel unshuffle by `scale_factor` and one linear map to the text width
-  // (SmolVLM's). "ultravox": a Whisper encoder (log-mel input, two convolutions, learned
+  // (SmolVLM's). "qwen2vl_merger": Qwen2-VL's vision tower (a two-frame patch embedding, 2D
+  // rotary positions, pre-LN blocks, quick GELU) and its merger (2 x 2 patches to one token
+  // through a LayerNorm and a two-layer MLP); the text model places the tokens with M-RoPE.
+  // "ultravox": a Whisper encoder (log-mel input, two convolutions, learned
   // positions, pre-LN blocks) whose frames are stacked by `stack_factor` and mapped through
   // Ultravox's SwiGLU projector (Ultravox's). "" for presets without a projector.
   std::string type = "";
@@ -87,6 +90,9 @@ struct SynthPreset {
   std::string chat_template_text = "";
   // The projector a multimodal preset writes with SynthOptions::mmproj_output.
   SynthProjector projector = {};
+  // <arch>.rope.dimension_sections: M-RoPE's split of a head's rotary pairs into time, height,
+  // width and a fourth section (Qwen2-VL: 16, 24, 24, 0). Empty for 1D RoPE.
+  std::vector<int32_t> rope_sections = {};
   int32_t head_width() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
@@ -97,7 +103,8 @@ struct SynthPreset {
 // LAST pooling, Qwen2 vocabulary); smolvlm-256m (SmolVLM-256M-Instruct: a llama text model
 // and, with SynthOptions::mmproj_output, its idefics3 vision projector; StarCoder's 49,152-token
 // BPE vocabulary, the same size as SmolLM2's, under SmolVLM's 128 added tokens);
-// ultravox-v0.5-llama-3.2-1b (Llama-3.2-1B-Instruct with Llama 3's vocabulary and, with
+// qwen2-vl-2b (Qwen2-VL-2B-Instruct: a Qwen2 text model with M-RoPE and its vision tower and
+// merger); ultravox-v0.5-llama-3.2-1b (Llama-3.2-1B-Instruct with Llama 3's vocabulary and, with
 // mmproj_output, Ultravox's Whisper-large-v3-turbo audio encoder and projector).
 const std::vector<SynthPreset>& synth_presets();
 Result<SynthPreset> find_synth_preset(const std::string& name);
@@ -123,7 +130,7 @@ struct SynthOptions {
   // Loading its weights gives all-zero weights. Default false.
   bool header_only = false;
   // Also write the preset's projector (mmproj GGUF, F16) to this path, atomically. Only for
-  // presets with one (smolvlm-256m, ultravox-v0.5-llama-3.2-1b). Default "": none.
+  // presets with one (smolvlm-256m, qwen2-vl-2b, ultravox-v0.5-llama-3.2-1b). Default "": none.
   std::string mmproj_output;
   // Called with a stage ("weights", "quantize", "mmproj") and its progress in [0, 1].
   // Return false to cancel (kCancelled; nothing is left at `output`).

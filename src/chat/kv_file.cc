@@ -62,7 +62,9 @@ class Writer {
     u64(v.size());
     out_ += v;
   }
-  void raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void raw(const void* p, size_t n) {
+    if (n > 0) out_.append(static_cast<const char*>(p), n);  // an empty vector's data() may be null
+  }
   std::string& bytes() { return out_; }
 
  private:
@@ -82,6 +84,7 @@ class Reader {
     return true;
   }
   bool raw(void* p, size_t n) {
+    if (n == 0) return true;  // an empty vector's data() may be null: no memcpy
     if (n > b_.size() - pos_) return false;
     std::memcpy(p, b_.data() + pos_, n);
     pos_ += n;
@@ -123,7 +126,9 @@ Status write_file(const std::string& path, const std::string& header,
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(file.path().c_str(), "wb"), &std::fclose);
   if (!f) return Status::Unavailable("cannot create " + file.path() + ": " + std::strerror(errno));
   bool ok = std::fwrite(header.data(), 1, header.size(), f.get()) == header.size();
-  ok = ok && std::fwrite(payload.data(), 1, payload.size(), f.get()) == payload.size();
+  // (An empty payload's data() may be null, which fwrite must not get even for 0 bytes.)
+  ok = ok && (payload.empty() ||
+              std::fwrite(payload.data(), 1, payload.size(), f.get()) == payload.size());
   ok = std::fflush(f.get()) == 0 && ok;
   const int err = errno;
   ok = std::fclose(f.release()) == 0 && ok;
@@ -154,7 +159,9 @@ Status write_kv_file(Session::Impl& s, const std::string& path, const std::strin
   Result<Setup> u = setup_of(s, engine::has_media(s.cached));
   if (!u.ok()) return u.status();
   std::vector<uint8_t> payload;
-  if (s.ctx && !s.cached.empty()) payload = engine::kv_state_get(s.ctx);
+  // M-RoPE media cells (Qwen2-VL's images) sit at positions other than their indices, which
+  // the file does not record yet: such a file holds the history without the cells.
+  if (s.ctx && !s.cached.empty() && s.kv_pos.IsIdentity()) payload = engine::kv_state_get(s.ctx);
   if (payload.empty()) return write_kv_file_without_state(s, path, app_data);
   return write_file(path, header_of(*u, s.cached, app_data, payload), payload);
 }
@@ -295,6 +302,7 @@ KvFileRead read_kv_file(Session::Impl& s, const std::string& path, bool want_sta
     return r;
   }
   s.cached = std::move(tokens);
+  s.kv_pos.Identity(s.cached.size());
   r.n_tokens = static_cast<int32_t>(s.cached.size());
   return r;
 }

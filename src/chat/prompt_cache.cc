@@ -70,6 +70,9 @@ bool PromptCache::Impl::Restore(Session::Impl& s, const std::vector<llama_token>
 Status PromptCache::Impl::Store(Session::Impl& s, const std::vector<llama_token>& tokens,
                                 uint64_t* file_bytes) {
   if (s.cached != tokens) return Status::FailedPrecondition("the cache holds other tokens");
+  if (!s.kv_pos.IsIdentity()) {  // write_kv_file would write no cells
+    return Status::FailedPrecondition("M-RoPE media cells are not stored in prompt-cache files");
+  }
   Result<std::string> path = PathFor(s, tokens);
   if (!path.ok()) return path.status();
   std::lock_guard<std::mutex> lock(mu);

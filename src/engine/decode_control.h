@@ -1,6 +1,7 @@
 // DecodeControl: what both phases of a generation do around every llama_decode call: check
 // the cancel flag, apply the power governor (pause, thermal thread count), map llama_decode's
-// result to a finish reason, and keep the session's record of cached tokens true.
+// result to a finish reason, and keep the session's record of cached tokens and their
+// positions true.
 #pragma once
 
 #include <atomic>
@@ -13,34 +14,66 @@
 
 namespace edgellm::engine {
 
+// Where the cached tokens' KV cells sit in sequence 0: one position per cached token, and the
+// position the next token takes. Text advances one position a token, and so do media chunks,
+// except under M-RoPE (Qwen2-VL): there an image's cells all sit at the chunk's first position
+// (its time section; height and width vary) and the next token comes max(rows, columns)
+// positions later. Without M-RoPE media, cell[i] == i and next == cell.size().
+struct KvPositions {
+  std::vector<llama_pos> cell;
+  llama_pos next = 0;
+  void Clear() {
+    cell.clear();
+    next = 0;
+  }
+  // Positions 0..n-1 (text, or media without M-RoPE).
+  void Identity(size_t n);
+  // Whether they are 0..size()-1 with the next at size(): what a saved KV file restores.
+  bool IsIdentity() const;
+};
+
+// Removes the cells from cached token `n` on (positions from cell[n]: under M-RoPE, the whole
+// media chunk `n` falls in) and trims `cached` and `pos` to what stays. False when the memory
+// cannot cut a sequence (then nothing changed).
+bool cut_cache(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos, size_t n);
+
 class DecodeControl {
  public:
   // `stats` receives the governor's counts (thread_changes, min_threads, paused_ms). `governor`
-  // may be null. `cached` is the session's list of the tokens in the KV cache: decoded
-  // tokens are appended to it. All must outlive the control.
+  // may be null. `cached` is the session's list of the tokens in the KV cache and `pos` their
+  // positions: decoded tokens are appended to both. All must outlive the control.
   DecodeControl(llama_context* ctx, int32_t n_threads, PowerGovernor* governor,
-                const std::atomic<bool>& cancel, Stats* stats, std::vector<llama_token>* cached);
+                const std::atomic<bool>& cancel, Stats* stats, std::vector<llama_token>* cached,
+                KvPositions* pos);
 
   bool cancelled() const { return cancel_.load(); }
   // Waits while the governor pauses and applies its thread count. Call between decodes only.
   void Govern();
-  // Decodes `n` tokens after what the KV cache holds and records them as cached. kNone on
-  // success, kCancelled when the abort callback stopped it, kContextFull when the cache has no
-  // room (then nothing of the call stays cached); another failure is kInternal with
-  // llama.cpp's message, naming `phase` ("prefill", "decode").
+  // Decodes `n` tokens after what the KV cache holds (at pos->next on) and records them as
+  // cached. kNone on success, kCancelled when the abort callback stopped it, kContextFull when
+  // the cache has no room (then nothing of the call stays cached); another failure is
+  // kInternal with llama.cpp's message, naming `phase` ("prefill", "decode").
   Result<FinishReason> Decode(const llama_token* tokens, int32_t n, const char* phase);
-  // Decodes `n` embeddings (n x n_embd floats: a media chunk's) after what the cache holds,
-  // recorded as cached under `placeholders` (media.h). Results as Decode.
+  // Decodes `n` embeddings (n x n_embd floats: part of a media chunk) recorded as cached under
+  // `placeholders` (media.h). Positions: `first` + i; or with `mrope` (4 per embedding,
+  // relative to the chunk's first position `first`, the sections in `mrope_shift` moving with
+  // it) as an M-RoPE model takes them. `next` is the position after this call (the chunk's
+  // end under M-RoPE). On a failure the whole chunk leaves the cache under M-RoPE (its cells
+  // share one position). Results as Decode.
   Result<FinishReason> DecodeEmbd(const float* embd, const llama_token* placeholders, int32_t n,
-                                  int32_t n_embd, const char* phase);
+                                  llama_pos first, const int32_t* mrope, uint8_t mrope_shift,
+                                  llama_pos next, const char* phase);
   int32_t n_cached() const { return static_cast<int32_t>(cached_->size()); }
+  const KvPositions& positions() const { return *pos_; }
 
   PowerGovernor* governor() const { return governor_; }
   llama_context* context() const { return ctx_; }
 
  private:
-  // Records a decode's tokens as cached (rc 0) or maps its failure.
-  Result<FinishReason> Finish(int32_t rc, const llama_token* tokens, int32_t n, const char* phase);
+  // Records a decode's tokens and positions as cached (rc 0), or removes what the call left
+  // from position `from` on and maps its failure.
+  Result<FinishReason> Finish(int32_t rc, const llama_token* tokens, int32_t n, llama_pos from,
+                              llama_pos next, const char* phase);
 
   llama_context* ctx_;
   int32_t n_threads_;
@@ -49,6 +82,9 @@ class DecodeControl {
   const std::atomic<bool>& cancel_;
   Stats* stats_;
   std::vector<llama_token>* cached_;
+  KvPositions* pos_;
+  std::vector<llama_pos> batch_pos_;  // the current call's positions (a llama_batch's pos)
+  std::vector<llama_pos> cells_;      // and the cells' positions it records
 };
 
 }  // namespace edgellm::engine

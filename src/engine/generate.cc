@@ -98,8 +98,8 @@ int32_t Session::Impl::KeepPrefix(const std::vector<llama_token>& tokens) {
   const size_t limit = std::min(cached.size(), tokens.size() - 1);
   while (keep < limit && cached[keep] == tokens[keep]) ++keep;
   if (keep < cached.size()) {
-    if (engine::kv_remove(ctx, static_cast<int32_t>(keep), -1)) {
-      cached.resize(keep);
+    if (engine::cut_cache(ctx, &cached, &kv_pos, keep)) {
+      keep = cached.size();  // under M-RoPE, a media chunk cut inside goes whole
     } else {  // the memory cannot cut a sequence (recurrent models): start again
       ClearKv();
       keep = 0;
@@ -152,7 +152,8 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   } else {
     ClearKv();
   }
-  engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached);
+  engine::DecodeControl control(ctx, options.n_threads, o.governor, cancel, &st, &cached,
+                               &kv_pos);
 
   const auto t_prefill = Clock::now();
   // The prompt's media, for this prefill and for a context shift that decodes kept media
@@ -224,7 +225,7 @@ Result<Stats> Session::Impl::Prefill(const std::vector<llama_token>& tokens) {
   std::vector<llama_token> probe = tokens;
   probe.push_back(LLAMA_TOKEN_NULL);
   st.n_cached = KeepPrefix(probe);
-  engine::DecodeControl control(ctx, options.n_threads, nullptr, cancel, &st, &cached);
+  engine::DecodeControl control(ctx, options.n_threads, nullptr, cancel, &st, &cached, &kv_pos);
   engine::TextPrefiller prefiller(control, options.n_batch);
   const auto t0 = Clock::now();
   Result<FinishReason> r =
@@ -255,18 +256,19 @@ bool Session::Impl::can_shift() const {
 Result<bool> Session::Impl::DropCached(int32_t p0, int32_t p1, engine::DecodeControl* control) {
   const int32_t n = static_cast<int32_t>(cached.size());
   if (p0 < 0 || p1 <= p0 || p1 > n) return false;
-  if (can_shift()) {
+  if (can_shift()) {  // never under M-RoPE (llama.cpp cannot shift it): positions are indices
     if (!engine::kv_remove(ctx, p0, p1)) return false;
     engine::kv_shift(ctx, p1, -(p1 - p0));
     cached.erase(cached.begin() + p0, cached.begin() + p1);
+    kv_pos.Identity(cached.size());
     return true;
   }
   if (!control) return false;
   // No shift: cut at p0 and decode the kept tail again at its new positions.
   const std::vector<llama_token> tail(cached.begin() + p1, cached.end());
   if (engine::has_media(tail) && !active_media) return false;
-  if (!engine::kv_remove(ctx, p0, -1)) return false;
-  cached.resize(static_cast<size_t>(p0));
+  if (!engine::cut_cache(ctx, &cached, &kv_pos, static_cast<size_t>(p0))) return false;
+  if (cached.size() != static_cast<size_t>(p0)) return false;  // p0 inside an M-RoPE chunk
   engine::TextPrefiller prefiller(*control, options.n_batch, MediaEvalFor(*control));
   int32_t done = 0;
   Result<FinishReason> r =

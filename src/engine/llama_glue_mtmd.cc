@@ -209,6 +209,38 @@ Result<BitmapPtr> decode_media(Projector* p, const uint8_t* data, size_t n, cons
   return BitmapPtr(new Bitmap{w.bitmap});
 }
 
+namespace {
+
+// An M-RoPE media chunk's positions, as mtmd_helper_decode_image_chunk sets them: an image's
+// from mtmd's decoder positions (time fixed, height and width along the tile grid), audio's
+// one step per embedding in every section. Read at first positions 0 and 1 to tell which
+// sections move with it.
+void set_mrope_positions(const mtmd_input_chunk* c, PromptChunk* pc) {
+  const int32_t n = pc->n_tokens;
+  pc->mrope.assign(static_cast<size_t>(n) * 4, 0);
+  const mtmd_image_tokens* img = mtmd_input_chunk_get_tokens_image(c);
+  if (!img) {  // audio
+    for (int32_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 4; ++k) pc->mrope[static_cast<size_t>(i) * 4 + k] = i;
+    }
+    pc->mrope_shift = 0xF;
+    return;
+  }
+  uint8_t shift = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const mtmd_decoder_pos a = mtmd_image_tokens_get_decoder_pos(img, 0, static_cast<size_t>(i));
+    const mtmd_decoder_pos b = mtmd_image_tokens_get_decoder_pos(img, 1, static_cast<size_t>(i));
+    const uint32_t at[4] = {a.t, a.y, a.x, a.z}, bt[4] = {b.t, b.y, b.x, b.z};
+    for (int k = 0; k < 4; ++k) {
+      pc->mrope[static_cast<size_t>(i) * 4 + k] = static_cast<int32_t>(at[k]);
+      if (bt[k] != at[k]) shift |= static_cast<uint8_t>(1u << k);
+    }
+  }
+  pc->mrope_shift = shift;
+}
+
+}  // namespace
+
 Result<PromptChunks> tokenize_with_media(Projector* p, const std::string& text,
                                          const std::vector<Bitmap*>& bitmaps, bool add_special) {
   std::shared_ptr<mtmd_input_chunks> chunks(mtmd_input_chunks_init(), mtmd_input_chunks_free);
@@ -251,6 +283,7 @@ Result<PromptChunks> tokenize_with_media(Projector* p, const std::string& text,
       pc.id = id ? id : "";
       pc.non_causal = mtmd_decode_use_non_causal(p->ctx, c);
       pc.handle = c;
+      if (mtmd_decode_use_mrope(p->ctx)) set_mrope_positions(c, &pc);
     }
     out.chunks.push_back(std::move(pc));
   }

@@ -78,6 +78,11 @@ struct PromptChunk {
   int32_t n_pos = 0;
   std::string id;  // media: the bitmap's id
   bool non_causal = false;  // media: decoded with non-causal attention (Gemma 3)
+  // media, for an M-RoPE text model (ProjectorInfo::mrope): each embedding's 4 positions in
+  // llama_batch's section order (time, height, width, fourth) with the chunk's first position
+  // at 0; bit c of mrope_shift set when section c moves with that first position.
+  std::vector<int32_t> mrope;
+  uint8_t mrope_shift = 0;
   const void* handle = nullptr;
 };
 struct PromptChunks {

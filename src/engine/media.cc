@@ -195,6 +195,11 @@ Status decode_item(ProjectorState& ps, const std::vector<uint8_t>& bytes, uint64
     run.hash = mix(content ^ mix(static_cast<uint64_t>(slice++) + 1));
     run.n_tokens = c.n_tokens;
     run.audio = c.audio;
+    run.n_pos = c.n_pos;
+    if (!c.mrope.empty()) {
+      run.mrope = std::make_shared<const std::vector<int32_t>>(c.mrope);
+      run.mrope_shift = c.mrope_shift;
+    }
     for (int32_t i = 0; i < c.n_tokens; ++i) shape->tokens.push_back(media_token(run.hash, i));
     shape->runs.push_back(run);
   }
@@ -232,10 +237,6 @@ Result<std::vector<llama_token>> media_prompt_tokens(ProjectorState& ps, const l
   if (media.size() > kMaxMediaItems) {
     return Status::InvalidArgument(std::to_string(media.size()) + " media items in one prompt: " +
                                    "at most " + std::to_string(kMaxMediaItems));
-  }
-  if (ps.info.mrope) {
-    return Status::FailedPrecondition("this projector's text model places media with M-RoPE "
-                                 "(Qwen2-VL and its kind), which edgellm does not support yet");
   }
   const auto t0 = std::chrono::steady_clock::now();
   const std::string marker = media_marker_text();
@@ -345,12 +346,24 @@ Result<FinishReason> eval_media(ProjectorState& ps, const MediaPrompt& prompt, i
     ps.cache.Put(run->hash, fresh);
     embd = std::move(fresh);
   }
+  // The run's first position: where the next token goes, or where its part already cached
+  // sits (a prefill that stopped inside the run).
+  const KvPositions& pos = control.positions();
+  const llama_pos start =
+      k == 0 ? pos.next : pos.cell[pos.cell.size() - static_cast<size_t>(k)];
   for (int32_t done = 0; done < m;) {
     if (control.cancelled()) return FinishReason::kCancelled;
     control.Govern();
     const int32_t c = std::min(n_batch, m - done);
-    const float* e = embd->data() + static_cast<size_t>(k + done) * static_cast<size_t>(n_embd);
-    Result<FinishReason> r = control.DecodeEmbd(e, tokens + done, c, n_embd, "media prefill");
+    const int32_t at = k + done;  // offset in the run
+    const float* e = embd->data() + static_cast<size_t>(at) * static_cast<size_t>(n_embd);
+    Result<FinishReason> r =
+        run->mrope
+            ? control.DecodeEmbd(e, tokens + done, c, start,
+                                 run->mrope->data() + static_cast<size_t>(at) * 4,
+                                 run->mrope_shift, start + run->n_pos, "media prefill")
+            : control.DecodeEmbd(e, tokens + done, c, start + at, nullptr, 0, start + at + c,
+                                 "media prefill");
     if (!r.ok() || *r != FinishReason::kNone) return r;
     done += c;
     *n = done;

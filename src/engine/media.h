@@ -65,6 +65,11 @@ struct MediaRun {
   uint64_t hash = 0;
   int32_t n_tokens = 0;
   bool audio = false;
+  // The positions the run advances (n_tokens, but an M-RoPE image's max(rows, columns)), and
+  // under M-RoPE its embeddings' positions (PromptChunk::mrope, mrope_shift).
+  int32_t n_pos = 0;
+  std::shared_ptr<const std::vector<int32_t>> mrope;
+  uint8_t mrope_shift = 0;
 };
 
 // One media item tokenized alone: the text tokens mtmd wraps it in (an image's begin/end

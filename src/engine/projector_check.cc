@@ -3,8 +3,8 @@
 // whole app) on another, and builds its graph once at load, where a tensor of the wrong shape
 // is another GGML_ASSERT. So: every clip.* key's type (the types clip.cpp's getters require,
 // tools/mtmd/clip.cpp), and for the projector types edgellm knows, every tensor's shape and
-// type against the file's own hyperparameters and the text model's width: idefics3 (SmolVLM)
-// and ultravox (Ultravox's Whisper encoder). Other projector types are refused until their
+// type against the file's own hyperparameters and the text model's width: idefics3 (SmolVLM),
+// qwen2vl_merger (Qwen2-VL) and ultravox (Ultravox's Whisper encoder). Other projector types are refused until their
 // shapes are checked too.
 #include <functional>
 #include <string>
@@ -127,6 +127,43 @@ Status idefics3_table(const U32& u32, const std::string& path, ggml_context* met
   return Status::Ok();
 }
 
+// qwen2vl_merger (Qwen2-VL): synth_mmproj.cc writes the same table. The converter writes the
+// text width as clip.vision.feed_forward_length; the MLP's width is read from its tensor. The
+// graph merges 2 x 2 patches (clip.vision.spatial_merge_size, default 2).
+Status qwen2vl_table(const U32& u32, const std::string& path, ggml_context* meta,
+                     int32_t text_n_embd, Table* out) {
+  const int64_t d = u32("clip.vision.embedding_length"), layers = u32("clip.vision.block_count"),
+                patch = u32("clip.vision.patch_size"), image = u32("clip.vision.image_size"),
+                heads = u32("clip.vision.attention.head_count");
+  const int64_t merge_key = u32("clip.vision.spatial_merge_size");
+  const int64_t merge = merge_key < 0 ? 2 : merge_key;
+  const ggml_tensor* up = ggml_get_tensor(meta, "v.blk.0.ffn_up.weight");
+  const ggml_tensor* mm2 = ggml_get_tensor(meta, "mm.2.weight");
+  // M-RoPE in the tower takes a quarter of each head's rotary pairs per section.
+  if (d <= 0 || layers <= 0 || layers > 1024 || patch <= 0 || image <= 0 || heads <= 0 ||
+      d % heads != 0 || (d / heads) % 4 != 0 || merge != 2) {
+    return bad_file(path, "its vision hyperparameters are missing or inconsistent "
+                          "(embedding_length " + std::to_string(d) + ", head_count " +
+                          std::to_string(heads) + ", block_count " + std::to_string(layers) +
+                          ", image_size " + std::to_string(image) + ", patch_size " +
+                          std::to_string(patch) + ", spatial_merge_size " +
+                          std::to_string(merge) + ")");
+  }
+  if (!up || !mm2) return bad_file(path, "it lacks the tower's MLP or the merger (mm.2)");
+  if (mm2->ne[1] != text_n_embd) return wrong_width(path, "images", mm2->ne[1], text_n_embd);
+  const int64_t ff = up->ne[1], merged = d * merge * merge;
+  std::vector<Shape>& s = out->shapes;
+  s.push_back({"v.patch_embd.weight", {patch, patch, 3, d}, false, true});
+  s.push_back({"v.patch_embd.weight.1", {patch, patch, 3, d}, false, true});
+  add_blocks(&s, "v", layers, d, ff, /*k_bias=*/true);
+  s.push_back({"mm.0.weight", {merged, merged, 1, 1}, false});
+  s.push_back({"mm.0.bias", {merged, 1, 1, 1}, true});
+  s.push_back({"mm.2.weight", {merged, text_n_embd, 1, 1}, false});
+  s.push_back({"mm.2.bias", {text_n_embd, 1, 1, 1}, true});
+  out->what = "a qwen2vl_merger projector with " + std::to_string(layers) + " blocks";
+  return Status::Ok();
+}
+
 // ultravox: Whisper's encoder (synth_mmproj.cc writes the same table) and Ultravox's
 // projector. Whisper's graph takes 3000 mel frames (30 s) a chunk, 1500 positions after its
 // strided convolution; the projector's width `hidden` is the file's own (even: SwiGLU halves it).
@@ -219,13 +256,16 @@ Status check_projector(const std::string& path, int32_t text_n_embd) {
   Table table;
   if (type == "idefics3") {
     EDGELLM_RETURN_IF_ERROR(idefics3_table(u32, path, meta, text_n_embd, &table));
+  } else if (type == "qwen2vl_merger") {
+    EDGELLM_RETURN_IF_ERROR(qwen2vl_table(u32, path, meta, text_n_embd, &table));
   } else if (type == "ultravox") {
     EDGELLM_RETURN_IF_ERROR(ultravox_table(u32, path, meta, text_n_embd, &table));
   } else {
     return Status::FailedPrecondition(
         path + " is a '" + (type.empty() ? std::string("(unnamed)") : type) +
         "' projector; edgellm checks a projector's tensors before loading it and knows "
-        "'idefics3' (SmolVLM) and 'ultravox' (Ultravox's Whisper encoder) so far");
+        "'idefics3' (SmolVLM), 'qwen2vl_merger' (Qwen2-VL) and 'ultravox' (Ultravox's Whisper "
+        "encoder) so far");
   }
   const std::vector<Shape>& shapes = table.shapes;
   // clip.cpp also looks up optional tensors (a pre-norm, gates, ...): one it finds with a shape

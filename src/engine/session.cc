@@ -98,6 +98,7 @@ Status Session::Impl::EnsureContext() {
         ": use a smaller --ctx or --batch");
   }
   cached.clear();
+  kv_pos.Clear();
   ApplyLoras();
   return Status::Ok();
 }
@@ -112,6 +113,7 @@ void Session::Impl::TakeCache(CacheOwner* next) {
 void Session::Impl::ClearKv() {
   if (ctx) engine::kv_clear(ctx);
   cached.clear();
+  kv_pos.Clear();
 }
 
 void Session::Impl::ApplyLoras() {
@@ -245,6 +247,7 @@ void Session::ReleaseKv() {
   llama_free(impl_->ctx);
   impl_->ctx = nullptr;
   impl_->cached.clear();
+  impl_->kv_pos.Clear();
   ReturnFreedMemory();  // freed heap pages back to the system now, not at some later free
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "edgellm/session.h"
+#include "engine/decode_control.h"
 #include "engine/llama_glue_chat.h"
 #include "engine/lora_impl.h"
 #include "engine/model_impl.h"
@@ -44,10 +45,11 @@ struct Session::Impl {
   std::atomic<bool> generating{false};
   std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras;
   double warmup_ms = 0;
-  // The tokens whose KV cells the context holds, at positions 0..size()-1 of sequence 0.
-  // Every decode appends to it (DecodeControl), every removal trims it: it is what a later
-  // call may reuse.
+  // The tokens whose KV cells the context holds in sequence 0, and their positions (0..size()-1
+  // but for M-RoPE media: decode_control.h). Every decode appends to both (DecodeControl),
+  // every removal trims both (engine::cut_cache): it is what a later call may reuse.
   std::vector<llama_token> cached;
+  engine::KvPositions kv_pos;
   // Whose turns `cached` holds (null: none, or a plain Generate's prompt).
   CacheOwner* owner = nullptr;
   // While Run() goes: the prompt's media and the call's stats (null otherwise).

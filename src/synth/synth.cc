@@ -44,7 +44,7 @@ uint64_t hash_name(const char* s, uint64_t seed) {
 std::vector<TensorSpec> tensor_specs(const SynthPreset& p) {
   if (p.arch == "bert") return bert_tensor_specs(p);
   const bool qwen3 = p.arch == "qwen3";
-  const bool biases = p.arch == "qwen2";
+  const bool biases = p.arch == "qwen2" || p.arch == "qwen2vl";
   const int64_t head_dim = p.head_width();
   const int64_t n_embd_q = head_dim * p.n_head;
   const int64_t n_embd_kv = head_dim * p.n_head_kv;
@@ -218,6 +218,10 @@ void set_decoder_hparams(const SynthPreset& p, bool f32, gguf_context* out) {
     u32("vocab_size", p.n_vocab);
   }
   if (p.pooling >= 0) u32("pooling_type", p.pooling);
+  if (!p.rope_sections.empty()) {
+    gguf_set_arr_data(out, key("rope.dimension_sections").c_str(), GGUF_TYPE_INT32,
+                      p.rope_sections.data(), p.rope_sections.size());
+  }
 }
 
 // The types llama_model_quantize gives each tensor of `preset` for `ftype`, through libllama's
@@ -436,6 +440,7 @@ const std::vector<SynthPreset>& synth_presets() {
        .head_dim = 128,
        .add_eos = true},
       smolvlm_256m_preset(),
+      qwen2vl_preset(),
       ultravox_preset(),
   };
   return kPresets;
@@ -456,7 +461,7 @@ Status synth_model(const SynthOptions& o) {
   if (o.output.empty()) return Status::InvalidArgument("no output path: pass -o FILE.gguf");
   if (!o.mmproj_output.empty() && preset->projector.type.empty()) {
     return Status::InvalidArgument("preset " + preset->name + " has no projector: --mmproj is "
-                                   "for multimodal presets (smolvlm-256m, ultravox-v0.5-llama-3.2-1b)");
+                                   "for multimodal presets (smolvlm-256m, qwen2-vl-2b, ultravox-v0.5-llama-3.2-1b)");
   }
   if (!o.mmproj_output.empty() && o.mmproj_output == o.output) {
     return Status::InvalidArgument("the projector and the model cannot both be written to " +

@@ -52,9 +52,10 @@ Status write_random_gguf(gguf_context* out, const std::vector<TensorSpec>& specs
                          const std::string& path, const char* stage,
                          const std::function<bool(const char*, float)>& on_progress);
 
-// The multimodal presets (synth_presets_mm.cc): SmolVLM-256M-Instruct and Ultravox v0.5 on
-// Llama-3.2-1B.
+// The multimodal presets (synth_presets_mm.cc): SmolVLM-256M-Instruct, Qwen2-VL-2B-Instruct
+// and Ultravox v0.5 on Llama-3.2-1B.
 SynthPreset smolvlm_256m_preset();
+SynthPreset qwen2vl_preset();
 SynthPreset ultravox_preset();
 
 // Writes the projector of `p` (p.projector) as an mmproj GGUF at `path` (not atomically: the

@@ -61,6 +61,29 @@ std::vector<TensorSpec> idefics3_specs(const SynthProjector& v, int32_t text_wid
   return t;
 }
 
+// qwen2vl_merger (Qwen2-VL): the converter splits the Conv3D patch embedding (two frames) into
+// two Conv2D kernels and the fused QKV into attn_q/k/v; the merger's LayerNorm is v.post_ln.
+//   v.patch_embd.weight, v.patch_embd.weight.1  [P, P, 3, D] (no bias, no learned positions)
+//   v.blk.N.*        pre-LN blocks as idefics3's (quick GELU, 2D rotary positions)
+//   v.post_ln        the merger's LayerNorm
+//   mm.0             [D * merge^2, D * merge^2] and its bias; GELU; mm.2 [D * merge^2, text]
+std::vector<TensorSpec> qwen2vl_specs(const SynthProjector& v, int32_t text_width) {
+  const int64_t d = v.n_embd, merged = d * v.scale_factor * v.scale_factor;
+  std::vector<TensorSpec> t;
+  for (const char* name : {"v.patch_embd.weight", "v.patch_embd.weight.1"}) {
+    TensorSpec patch{name, v.patch_size, v.patch_size, TensorSpec::kWeight};
+    patch.ne2 = 3;
+    patch.ne3 = d;
+    t.push_back(patch);
+  }
+  add_blocks(&t, "v", v.n_layer, d, v.n_ff, /*k_bias=*/true);
+  t.push_back({"mm.0.weight", merged, merged, TensorSpec::kWeight});
+  t.push_back({"mm.0.bias", merged, 1, TensorSpec::kBias});
+  t.push_back({"mm.2.weight", merged, text_width, TensorSpec::kWeight});
+  t.push_back({"mm.2.bias", text_width, 1, TensorSpec::kBias});
+  return t;
+}
+
 // ultravox (Ultravox v0.5): a Whisper encoder and Ultravox's projector.
 //   a.conv1d.1       [3, mel, D] kernel (F16) and its bias [1, D]; a.conv1d.2 [3, D, D], [1, D]
 //                    (the converter stores conv biases as columns)
@@ -135,6 +158,17 @@ void set_vision_keys(const SynthPreset& p, gguf_context* out) {
   set_tower_keys(p, "vision", out);
   u32("clip.vision.image_size", v.image_size);
   u32("clip.vision.patch_size", v.patch_size);
+  if (v.type == "qwen2vl_merger") {
+    // The converter writes config.json's vision "hidden_size" (the merger's output, the text
+    // width) as the feed-forward length; the MLP's real width is its tensors'.
+    u32("clip.vision.feed_forward_length", p.n_embd);
+    // Qwen2-VL's preprocessor: OpenAI CLIP's mean and std; quick GELU (neither flag).
+    const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+    const float std_[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    gguf_set_arr_data(out, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, mean, 3);
+    gguf_set_arr_data(out, "clip.vision.image_std", GGUF_TYPE_FLOAT32, std_, 3);
+    return;
+  }
   const float half[3] = {0.5f, 0.5f, 0.5f};  // SmolVLM's preprocessor: mean and std 0.5
   gguf_set_arr_data(out, "clip.vision.image_mean", GGUF_TYPE_FLOAT32, half, 3);
   gguf_set_arr_data(out, "clip.vision.image_std", GGUF_TYPE_FLOAT32, half, 3);
@@ -146,13 +180,16 @@ void set_vision_keys(const SynthPreset& p, gguf_context* out) {
 }  // namespace
 
 Status write_mmproj(const SynthPreset& p, const SynthOptions& o, const std::string& path) {
-  const bool audio = p.projector.type == "ultravox";
-  if (p.projector.type != "idefics3" && !audio) {
-    return Status::Internal("synth has no writer for projector type '" + p.projector.type + "'");
+  const std::string& type = p.projector.type;
+  const bool audio = type == "ultravox";
+  if (type != "idefics3" && type != "qwen2vl_merger" && !audio) {
+    return Status::Internal("synth has no writer for projector type '" + type + "'");
   }
   engine::ensure_backend();
-  const std::vector<TensorSpec> specs =
-      audio ? ultravox_specs(p.projector, p.n_embd) : idefics3_specs(p.projector, p.n_embd);
+  const std::vector<TensorSpec> specs = audio ? ultravox_specs(p.projector, p.n_embd)
+                                        : type == "qwen2vl_merger"
+                                            ? qwen2vl_specs(p.projector, p.n_embd)
+                                            : idefics3_specs(p.projector, p.n_embd);
   GgufPtr out(gguf_init_empty());
   if (audio) {
     set_audio_keys(p, out.get());

@@ -56,6 +56,43 @@ SynthPreset smolvlm_256m_preset() {
   return p;
 }
 
+// Qwen2-VL's turn format (ChatML with its default system prompt), as its chat template renders
+// string contents; written for edgellm (llama.cpp's models/templates has no Qwen2-VL file).
+constexpr const char* kQwen2VlTemplate =
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}"
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n{% endif %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+// Qwen/Qwen2-VL-2B-Instruct: Qwen2-1.5B's decoder (28 layers of 1536, 12 query and 2 KV
+// heads, FFN 8960, RoPE base 1e6, tied embeddings, 32K context) with M-RoPE (sections 16, 24,
+// 24 of a head's 64 rotary pairs), Qwen2's vocabulary with the vision tokens at their ids
+// (<|vision_start|> 151652, <|vision_end|> 151653, <|image_pad|> 151655, ...), and its vision
+// tower: 14-pixel patches over two frames, 32 blocks of 1280 with 16 heads and an MLP of 5120
+// (quick GELU), 2D rotary positions, and the merger (LayerNorm, 2 x 2 patches -> 5120 -> GELU
+// -> 1536).
+SynthPreset qwen2vl_preset() {
+  SynthPreset p{"qwen2-vl-2b", 28, 1536, 12, 2, 8960, 151936, 32768, true, 1e6f};
+  p.arch = "qwen2vl";
+  p.rope_sections = {16, 24, 24, 0};
+  p.chat_template_text = kQwen2VlTemplate;
+  const char* kVision[] = {"<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+                           "<|box_end|>",          "<|quad_start|>",     "<|quad_end|>",
+                           "<|vision_start|>",     "<|vision_end|>",     "<|vision_pad|>",
+                           "<|image_pad|>",        "<|video_pad|>"};
+  for (int i = 0; i < 11; ++i) p.added_tokens.push_back({151646 + i, kVision[i]});
+  p.projector = {.type = "qwen2vl_merger",
+                 .n_layer = 32,
+                 .n_embd = 1280,
+                 .n_head = 16,
+                 .n_ff = 5120,
+                 .image_size = 560,
+                 .patch_size = 14,
+                 .scale_factor = 2};
+  return p;
+}
+
 // fixie-ai/ultravox-v0_5-llama-3_2-1b: meta-llama/Llama-3.2-1B-Instruct's decoder (16 layers
 // of 2048, 32 query and 8 KV heads of 64, FFN 8192, RMS epsilon 1e-5, RoPE base 500000, tied
 // embeddings, 128K context, Llama 3's 128,256-token BPE vocabulary and its Llama 3.2 chat

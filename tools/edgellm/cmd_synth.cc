@@ -16,8 +16,8 @@ Action add_synth(CLI::App& app) {
   cmd->add_option("--type", o.type, "F32, F16, Q8_0, Q6_K, Q5_K_M, Q4_K_M, Q4_0 ... (default Q4_K_M)");
   cmd->add_option("-o,--output", o.output, "Output .gguf path (written atomically)");
   cmd->add_option("--mmproj", o.mmproj_output,
-                  "Also write the preset's projector (mmproj .gguf) here (smolvlm-256m: vision, "
-                  "ultravox-v0.5-llama-3.2-1b: audio)");
+                  "Also write the preset's projector (mmproj .gguf) here (smolvlm-256m, "
+                  "qwen2-vl-2b: vision; ultravox-v0.5-llama-3.2-1b: audio)");
   cmd->add_option("--seed", o.seed, "Weight seed (default 1)");
   cmd->add_option("--vocab", o.vocab_path, "Tokenizer GGUF (default: llama.cpp's ggml-vocab-qwen2.gguf)");
   cmd->add_option("--threads", o.n_threads, "Quantization threads (default: physical cores)");
