@@ -41,7 +41,9 @@ Model& vision_model() {
 std::unique_ptr<Session> new_session(int32_t n_ctx = 1024, bool shift = true) {
   SessionOptions so;
   so.n_ctx = n_ctx;
-  so.n_threads = 2;
+  // One decode thread: one-position decodes on two threads spend their time in ggml's thread
+  // barrier when ctest runs another test beside this one (the encoder keeps its 2).
+  so.n_threads = 1;
   so.warmup = false;
   so.context_shift = shift;
   auto s = Session::Create(vision_model(), so);
@@ -155,10 +157,10 @@ TEST(Mrope, EditingATurnCutsAtTheRightPosition) {
                                  6));
 }
 
-// No KV shift under M-RoPE: a small context drops the oldest turn and decodes what stays
+// No KV shift under M-RoPE: a small context (160) drops the oldest turn and decodes what stays
 // (the image's turn among it) again at new positions, the image from the encoded cache.
 TEST(Mrope, OverflowDecodesAKeptImageAgainAtNewPositions) {
-  auto s = new_session(/*n_ctx=*/256);
+  auto s = new_session(/*n_ctx=*/160);
   ASSERT_NE(s, nullptr);
   auto c = Conversation::Create(*s);
   ASSERT_TRUE(c.ok());
@@ -166,10 +168,10 @@ TEST(Mrope, OverflowDecodesAKeptImageAgainAtNewPositions) {
   GenerateOptions g = greedy(8);
   g.media = {Media{kImage, {}}};
   ASSERT_TRUE((*c)->Send(kTurns[0], g).ok());
-  auto r = (*c)->Send("Now tell me a long story about it.", greedy(200));
+  auto r = (*c)->Send("Now tell me a long story about it.", greedy(60));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GE(r->stats.turns_dropped, 1) << "nothing was dropped";
-  EXPECT_GT(r->stats.n_gen, 100);
+  EXPECT_EQ(r->stats.n_gen, 60);
   EXPECT_GT(r->stats.media_chunks_cached, 0) << "the kept image was not decoded again";
 }
 
