@@ -22,9 +22,8 @@ bool KvPositions::IsIdentity() const {
   return true;
 }
 
-bool cut_cache(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos, size_t n) {
-  if (n >= cached->size()) return true;
-  const llama_pos p = pos->cell[n];
+bool cut_cache_at(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos,
+                  llama_pos p) {
   if (!kv_remove(ctx, p, -1)) return false;
   // Positions never decrease along the cache: the cells before the first at `p` stay.
   const size_t keep = static_cast<size_t>(
@@ -33,6 +32,10 @@ bool cut_cache(llama_context* ctx, std::vector<llama_token>* cached, KvPositions
   pos->cell.resize(keep);
   pos->next = p;
   return true;
+}
+
+bool cut_cache(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos, size_t n) {
+  return n >= cached->size() || cut_cache_at(ctx, cached, pos, pos->cell[n]);
 }
 
 DecodeControl::DecodeControl(llama_context* ctx, int32_t n_threads, PowerGovernor* governor,
@@ -49,6 +52,7 @@ DecodeControl::DecodeControl(llama_context* ctx, int32_t n_threads, PowerGoverno
   llama_set_n_threads(ctx_, cur_threads_, cur_threads_);  // undo the last call's throttle
   stats_->min_threads = cur_threads_;
 }
+
 void DecodeControl::Govern() {
   if (!governor_) return;
   stats_->paused_ms += governor_->WaitWhilePaused(cancel_);
@@ -66,7 +70,6 @@ Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
   const llama_pos first = pos_->next;
   batch_pos_.resize(static_cast<size_t>(n));
   std::iota(batch_pos_.begin(), batch_pos_.end(), first);
-  cells_ = batch_pos_;
   // llama_batch_get_one only reads the tokens; an M-RoPE model spreads a text token's one
   // position over its sections itself.
   llama_batch b = llama_batch_get_one(const_cast<llama_token*>(tokens), n);
@@ -79,48 +82,40 @@ Result<FinishReason> DecodeControl::DecodeEmbd(const float* embd, const llama_to
                                                uint8_t mrope_shift, llama_pos next,
                                                const char* phase) {
   const size_t count = static_cast<size_t>(n);
-  cells_.resize(count);
   if (mrope) {
-    // llama_batch's M-RoPE layout: all embeddings' time positions, then heights, widths, the
-    // fourth section.
+    // llama_batch's M-RoPE layout: all embeddings' time positions (the cells' positions),
+    // then heights, widths, the fourth section.
     batch_pos_.assign(count * 4, 0);
     for (size_t i = 0; i < count; ++i) {
       for (size_t k = 0; k < 4; ++k) {
         const llama_pos base = (mrope_shift >> k) & 1u ? first : 0;
         batch_pos_[k * count + i] = base + mrope[i * 4 + k];
       }
-      cells_[i] = batch_pos_[i];
     }
   } else {
     batch_pos_.resize(count);
     std::iota(batch_pos_.begin(), batch_pos_.end(), first);
-    cells_ = batch_pos_;
   }
   // The sequence follows the cache, as for tokens; only the last row's logits.
   llama_batch b{};
   b.n_tokens = n;
   b.embd = const_cast<float*>(embd);  // read only
   b.pos = batch_pos_.data();
-  return Finish(llama_decode(ctx_, b), placeholders, n, cells_.empty() ? first : cells_[0], next,
-                phase);
+  return Finish(llama_decode(ctx_, b), placeholders, n, batch_pos_[0], next, phase);
 }
 
 Result<FinishReason> DecodeControl::Finish(int32_t rc, const llama_token* tokens, int32_t n,
                                            llama_pos from, llama_pos next, const char* phase) {
   if (rc == 0) {
     cached_->insert(cached_->end(), tokens, tokens + n);
-    pos_->cell.insert(pos_->cell.end(), cells_.begin(), cells_.end());
+    // The cells' positions: the batch's first n (the time section under M-RoPE).
+    pos_->cell.insert(pos_->cell.end(), batch_pos_.begin(), batch_pos_.begin() + n);
     pos_->next = next;
     return FinishReason::kNone;
   }
   // Whatever of this call reached the cache goes again, and any cached cell at its positions
   // (an M-RoPE chunk's earlier part): the cache holds exactly `cached_`.
-  kv_remove(ctx_, from, -1);
-  const size_t keep = static_cast<size_t>(
-      std::lower_bound(pos_->cell.begin(), pos_->cell.end(), from) - pos_->cell.begin());
-  cached_->resize(keep);
-  pos_->cell.resize(keep);
-  pos_->next = from;
+  cut_cache_at(ctx_, cached_, pos_, from);
   if (rc == 2) return FinishReason::kCancelled;
   if (rc == 1) return FinishReason::kContextFull;
   const std::string why = take_llama_errors();

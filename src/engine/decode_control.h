@@ -36,6 +36,9 @@ struct KvPositions {
 // media chunk `n` falls in) and trims `cached` and `pos` to what stays. False when the memory
 // cannot cut a sequence (then nothing changed).
 bool cut_cache(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos, size_t n);
+// The same from position `p` on: the cells at `p` or later, and their tokens.
+bool cut_cache_at(llama_context* ctx, std::vector<llama_token>* cached, KvPositions* pos,
+                  llama_pos p);
 
 class DecodeControl {
  public:
@@ -84,7 +87,6 @@ class DecodeControl {
   std::vector<llama_token>* cached_;
   KvPositions* pos_;
   std::vector<llama_pos> batch_pos_;  // the current call's positions (a llama_batch's pos)
-  std::vector<llama_pos> cells_;      // and the cells' positions it records
 };
 
 }  // namespace edgellm::engine
