@@ -231,6 +231,7 @@ void rewrite_string_field(std::string& f, int index, const std::string& value) {
 
 TEST_F(PromptCacheTest, EveryDamagedCacheFileIsRefusedAndRecomputed) {
   const std::string dir = testutil::scratch_dir("pcache-damage");
+  const std::string conv_dir = testutil::scratch_dir("pcache-damage-conv");
   ConversationOptions co;
   co.system_prompt = kSystem;
   // The reference: no cache at all.
@@ -325,7 +326,9 @@ TEST_F(PromptCacheTest, EveryDamagedCacheFileIsRefusedAndRecomputed) {
     EXPECT_EQ(testutil::read_file(good_path), good) << d.name;
 
     // The same damage on a saved conversation: refused (header) or history only (cells).
-    const std::string conv_file = dir + "/../conv-damaged.kv";
+    // Beside the cache's directory, not in it (the cache's one file is read from there), and
+    // in this process's own scratch directory: the plain binary and its ASan twin run at once.
+    const std::string conv_file = conv_dir + "/conv-damaged.kv";
     ASSERT_TRUE((*c)->Save(conv_file).ok());
     std::string saved = testutil::read_file(conv_file);
     const size_t saved_header = [&] {
