@@ -83,19 +83,28 @@ class LlmServer {
   void Routes(httplib::Server& s) {
     // With a key in the environment, /v1/* wants "Authorization: Bearer KEY" (401 otherwise).
     const char* key = a_.api_key_env.empty() ? nullptr : std::getenv(a_.api_key_env.c_str());
-    if (key && *key) {
-      s.set_pre_routing_handler([expect = "Bearer " + std::string(key)](
-                                    const httplib::Request& req, httplib::Response& res) {
-        if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-        const std::string got = req.get_header_value("Authorization");
-        unsigned diff = got.size() != expect.size();
-        for (size_t i = 0; i < got.size() && i < expect.size(); ++i) diff |= got[i] ^ expect[i];
-        if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, 401, "invalid_request_error",
-                   "missing or wrong API key: send Authorization: Bearer <key>");
-        return httplib::Server::HandlerResponse::Handled;
-      });
-    }
+    std::string expect = key && *key ? "Bearer " + std::string(key) : std::string();
+    s.set_pre_routing_handler([expect = std::move(expect)](const httplib::Request& req,
+                                                            httplib::Response& res) {
+      if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+      // `curl -d` labels its body application/x-www-form-urlencoded, and httplib answers such a
+      // body over 8 KiB (an image's base64) with an empty 413 before any handler runs. Every
+      // /v1/ body is JSON: label it so (the request is the server's own, not const there).
+      if (req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) ==
+          0) {
+        auto& headers = const_cast<httplib::Request&>(req).headers;
+        headers.erase("Content-Type");
+        headers.emplace("Content-Type", "application/json");
+      }
+      if (expect.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      const std::string got = req.get_header_value("Authorization");
+      unsigned diff = got.size() != expect.size();
+      for (size_t i = 0; i < got.size() && i < expect.size(); ++i) diff |= got[i] ^ expect[i];
+      if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, 401, "invalid_request_error",
+                 "missing or wrong API key: send Authorization: Bearer <key>");
+      return httplib::Server::HandlerResponse::Handled;
+    });
     s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(json{{"status", "ok"}, {"model", a_.id}}.dump(), "application/json");
     });
