@@ -101,7 +101,8 @@ Result<FinishReason> DecodeControl::DecodeEmbd(const float* embd, const llama_to
   b.n_tokens = n;
   b.embd = const_cast<float*>(embd);  // read only
   b.pos = batch_pos_.data();
-  return Finish(llama_decode(ctx_, b), placeholders, n, batch_pos_[0], next, phase);
+  return Finish(llama_decode(ctx_, b), placeholders, n, count == 0 ? first : batch_pos_[0], next,
+                phase);
 }
 
 Result<FinishReason> DecodeControl::Finish(int32_t rc, const llama_token* tokens, int32_t n,

@@ -50,13 +50,7 @@ nlohmann::json turn_json(const edgellm::Generation& g) {
 
 void print_stats(const edgellm::Generation& g) {
   const edgellm::Stats& s = g.stats;
-  std::string media;
-  if (s.n_media > 0) {
-    char b[160];
-    std::snprintf(b, sizeof b, " | media %d (%d tokens, decode %.0f ms, encode %.0f ms)",
-                  s.n_media, s.n_media_tokens, s.media_decode_ms, s.media_encode_ms);
-    media = b;
-  }
+  const std::string media = media_summary(s);
   std::fprintf(stderr,
                "--- %s | reused %d of %d prompt tokens, prefilled %d | TTFT %.0f ms | gen %d tok, "
                "%.1f tok/s%s%s\n",

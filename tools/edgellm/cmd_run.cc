@@ -224,10 +224,11 @@ int run(RunArgs& a) {
   } else if (show) {
     std::fprintf(stderr,
                  "\n--- %s | prompt %d tok, prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
-                 "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s\n",
+                 "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s%s\n",
                  edgellm::finish_reason_name(gen.finish_reason), s.n_prompt, s.prefill_ms,
                  s.prefill_tps, s.ttft_ms, s.n_gen, s.decode_tps, s.load_ms, s.warmup_ms,
-                 human_bytes(static_cast<uint64_t>(s.peak_rss_bytes)).c_str());
+                 human_bytes(static_cast<uint64_t>(s.peak_rss_bytes)).c_str(),
+                 media_summary(s).c_str());
   }
   return 0;
 }

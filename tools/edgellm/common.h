@@ -93,5 +93,7 @@ struct MediaArgs {
 void add_media_options(CLI::App* cmd, MediaArgs* m);
 edgellm::Status apply_media(const MediaArgs& m, edgellm::LoadOptions* load,
                             edgellm::GenerateOptions* go);
+// " | media N (T tokens, decode D ms, encode E ms)" for a summary line; empty without media.
+std::string media_summary(const edgellm::Stats& s);
 
 }  // namespace cli

@@ -1,4 +1,6 @@
 // --mmproj, --image, --audio and --image-max-tokens for `run` and `chat`.
+#include <cstdio>
+
 #include "common.h"
 
 namespace cli {
@@ -27,6 +29,18 @@ edgellm::Status apply_media(const MediaArgs& m, edgellm::LoadOptions* load,
   for (const std::string& p : m.images) go->media.push_back(edgellm::Media{p, {}});
   for (const std::string& p : m.audio) go->media.push_back(edgellm::Media{p, {}});
   return edgellm::Status::Ok();
+}
+
+std::string media_summary(const edgellm::Stats& s) {
+  if (s.n_media <= 0) return {};
+  char b[200];
+  std::snprintf(b, sizeof b, " | media %d (%d tokens, decode %.0f ms, encode %.0f ms", s.n_media,
+                s.n_media_tokens, s.media_decode_ms, s.media_encode_ms);
+  std::string out = b;
+  if (s.media_chunks_cached > 0) {
+    out += ", " + std::to_string(s.media_chunks_cached) + " chunks from the encoded cache";
+  }
+  return out + ")";
 }
 
 }  // namespace cli
