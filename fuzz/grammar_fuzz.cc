@@ -27,7 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_rules = 512;
   std::string gbnf = body;
   if (schema) {
-    edgellm::Result<std::string> g = edgellm::engine::json_schema_to_gbnf(body, limits);
+    // The policy from the body's length: each of the three rewrites fuzzed.
+    const auto ws = static_cast<edgellm::JsonWhitespace>(body.size() % 3);
+    edgellm::Result<std::string> g = edgellm::engine::json_schema_to_gbnf(body, limits, ws);
     if (!g.ok()) {
       if (g.status().message().empty()) std::abort();  // an error always says why
       return 0;

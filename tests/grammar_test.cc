@@ -116,6 +116,46 @@ TEST_F(GrammarTest, SchemaOutputParsesAndFollowsTheSchema) {
   EXPECT_GT(complete, 0) << "no output finished within 120 tokens";
 }
 
+TEST_F(GrammarTest, WhitespaceFollowsThePolicy) {
+  // No free strings: every space or newline in the text is the grammar's whitespace.
+  const std::string schema = R"({"type":"object","properties":{
+      "intent":{"enum":["weather","alarm"]},"flags":{"type":"array","items":{"type":"boolean"}},
+      "count":{"type":"integer"}},"required":["intent","flags","count"]})";
+  int free_loose = 0, free_tokens = 0, compact_tokens = 0;
+  for (uint32_t seed : {21u, 22u, 23u, 24u}) {
+    for (JsonWhitespace ws : {JsonWhitespace::kCompact, JsonWhitespace::kNone,
+                              JsonWhitespace::kFree}) {
+      GenerateOptions o = Opts(1.2f, seed, 120);
+      o.json_schema = schema;
+      o.json_whitespace = ws;
+      auto r = session_->Generate("JSON:", o);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const std::string& t = r->text;
+      const std::string name = json_whitespace_name(ws);
+      if (ws == JsonWhitespace::kCompact) {
+        compact_tokens += r->stats.n_gen;
+        EXPECT_EQ(t.find_first_of("\n\t\r"), std::string::npos) << name << ": " << t;
+        EXPECT_EQ(t.find("  "), std::string::npos) << name << ": " << t;
+      } else if (ws == JsonWhitespace::kNone) {
+        EXPECT_EQ(t.find_first_of(" \n\t\r"), std::string::npos) << name << ": " << t;
+      } else {
+        free_tokens += r->stats.n_gen;
+        free_loose += t.find_first_of("\n\t") != std::string::npos || t.find("  ") != t.npos;
+      }
+      if (r->json_state == JsonState::kComplete) {
+        EXPECT_TRUE(json::parse(r->json).is_object()) << r->json;
+      }
+    }
+  }
+  // The converter's own rule is kept under kFree: random weights use its room.
+  EXPECT_GT(free_loose, 0) << "no free-form output had a newline or a run of spaces";
+  EXPECT_GT(free_tokens, compact_tokens);
+  JsonWhitespace w;
+  EXPECT_TRUE(parse_json_whitespace("none", &w));
+  EXPECT_EQ(w, JsonWhitespace::kNone);
+  EXPECT_FALSE(parse_json_whitespace("tight", &w));
+}
+
 TEST_F(GrammarTest, GreedyWithASchemaIsDeterministic) {
   GenerateOptions o = Opts(0, 1, 60);
   o.json_schema = R"({"type":"array","items":{"type":"boolean"},"minItems":2,"maxItems":4})";

@@ -201,6 +201,51 @@ TEST(ToolsTest, ATemplateWithoutAToolFormatGetsTheGenericOneAndSaysSo) {
   EXPECT_TRUE(said);
 }
 
+TEST(ToolsTest, ACallCutByMaxTokensNeverLeaksIntoTheText) {
+  // Qwen2.5's <tool_call> format, parsed by common's chat parser, and the generic JSON format
+  // (the tiny fixture's template knows no tools), parsed here.
+  for (const std::string& path :
+       {templated("Qwen-Qwen2.5-7B-Instruct.jinja"), testutil::synth_model("tiny", "Q8_0")}) {
+    Loaded l = load(path);
+    ASSERT_TRUE(l.session);
+    int named = 0;
+    for (int32_t max_tokens : {3, 9, 14, 20, 28}) {
+      GenerateOptions o;
+      o.chat = true;
+      o.tools = {weather_tool()};
+      o.tool_choice = "required";
+      o.seed = 7;
+      o.max_tokens = max_tokens;
+      std::string streamed;
+      auto r = l.session->Generate("weather in Paris?", o, [&](std::string_view p) {
+        streamed += p;
+        return true;
+      });
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const std::string where = path + " max_tokens " + std::to_string(max_tokens);
+      if (r->finish_reason != FinishReason::kLength) {
+        EXPECT_EQ(r->finish_reason, FinishReason::kToolCalls) << where;
+        continue;
+      }
+      // A call was under way from the first token: none of its JSON is the answer.
+      EXPECT_EQ(r->text, "") << where;
+      EXPECT_EQ(streamed, r->text) << where;
+      ASSERT_LE(r->tool_calls.size(), 1u) << where;
+      if (r->tool_calls.empty()) continue;
+      const ToolCall& c = r->tool_calls[0];
+      EXPECT_EQ(c.name, "get_weather") << where;
+      named += c.name == "get_weather";
+      EXPECT_FALSE(c.id.empty()) << where;
+      // What was written of the arguments, as OpenAI sends a cut call: an object begun.
+      if (!c.arguments.empty()) {
+        EXPECT_EQ(c.arguments[0], '{') << where << ": " << c.arguments;
+      }
+      EXPECT_EQ(c.arguments.find('\n'), std::string::npos) << where << ": " << c.arguments;
+    }
+    EXPECT_GT(named, 0) << path << ": no cut call had got as far as its name";
+  }
+}
+
 TEST(ToolsTest, ReasoningComesApartFromTheAnswer) {
   Loaded l = load(templated("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"));
   ASSERT_TRUE(l.session);

@@ -111,6 +111,11 @@ export interface GenerateOptions {
    * carries the parsed value in `json` (jsonState "complete"). A bad schema rejects with
    * ERR_INVALID_ARGUMENT naming the problem. Not with `grammar`. */
   jsonSchema?: JsonSchema | string;
+  /** The whitespace jsonSchema's JSON and tool calls' arguments may have between JSON's
+   * tokens: "compact" (default: at most one space at a separator, no newline, so the answer
+   * does not spend maxTokens on indentation), "none", or "free" (llama.cpp's converter's own:
+   * up to two newlines and 20 spaces or tabs at each separator). */
+  jsonWhitespace?: "compact" | "none" | "free";
   /** Constrain the output to this GBNF grammar (llama.cpp's dialect, start rule `root`). */
   grammar?: string;
   /** Tools the model may call (with chat or history), rendered by the model's own chat

@@ -90,7 +90,7 @@ function nativeGenerateOptions(o) {
   const out = {};
   for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'seed',
                    'chat', 'systemPrompt', 'history', 'reusePrefix', 'stop', 'batchTokens',
-                   'batchMs', 'ignoreEos', 'grammar']) {
+                   'batchMs', 'ignoreEos', 'grammar', 'jsonWhitespace']) {
     if (o[k] !== undefined) out[k] = o[k];
   }
   // A JSON schema as an object (or its JSON text): the addon takes the text.

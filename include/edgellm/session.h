@@ -57,7 +57,9 @@ const char* finish_reason_name(FinishReason reason);
 // Return false to cancel the generation.
 using TextSink = std::function<bool(std::string_view piece)>;
 
-// A tool call the model made: `arguments` is JSON text (an object).
+// A tool call the model made: `arguments` is JSON text (an object). In a generation cut short
+// (finish reason kLength, kContextFull or kCancelled) the last call may be as far as the model
+// got: its name, and its arguments up to the cut (not JSON yet); never run such a call.
 struct ToolCall {
   std::string id;
   std::string name;
@@ -115,6 +117,19 @@ struct GrammarLimits {
   int32_t max_rules = 4096;       // rules of the grammar, given or converted. Default 4096
 };
 
+// The whitespace a JSON schema's grammar (GenerateOptions::json_schema, and the grammar of a
+// tool call's arguments) lets the model write between JSON's tokens: after `{`, `[`, `:`, `,`
+// and before `}`, `]`.
+enum class JsonWhitespace {
+  kCompact,  // at most one space at each of those places, no newline (the default)
+  kNone,     // none at all: the fewest tokens, and more of them forced by the grammar
+  kFree,     // llama.cpp's converter's own: up to two newlines and 20 spaces or tabs at each
+};
+// "compact", "none", "free".
+const char* json_whitespace_name(JsonWhitespace w);
+// The policy a name gives; false when the name is none of the three.
+bool parse_json_whitespace(std::string_view name, JsonWhitespace* out);
+
 // What became of the JSON a schema asked for (Generation::json_state).
 enum class JsonState {
   kNone,        // no json_schema was set
@@ -166,6 +181,9 @@ struct GenerateOptions {
   std::string grammar;
   std::string json_schema;
   GrammarLimits grammar_limits;
+  // The whitespace json_schema's grammar and tool calls' grammars allow. Default kCompact: a
+  // schema's answer never spends its token budget on newlines and indentation.
+  JsonWhitespace json_whitespace = JsonWhitespace::kCompact;
   // Tool calls (with chat): the tools the model may call, rendered by the model's own chat
   // template (Qwen2.5's <tool_call> format, ...; a template without a tool format gets the
   // generic JSON format {"tool_call": ...} / {"response": ...}, and the log says so).

@@ -34,7 +34,7 @@ Status apply_constraint(const Model::Impl* model, const GenerateOptions& o, Toke
   GrammarSpec spec;
   bool token_refs = false;
   if (!o.json_schema.empty()) {
-    Result<std::string> gbnf = json_schema_to_gbnf(o.json_schema, lim);
+    Result<std::string> gbnf = json_schema_to_gbnf(o.json_schema, lim, o.json_whitespace);
     if (!gbnf.ok()) return gbnf.status();
     spec.gbnf = std::move(gbnf).value();
     // The converter writes the rules; the limits still bound what it made of the schema.

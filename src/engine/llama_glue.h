@@ -87,7 +87,13 @@ Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const Gramm
                   const char* what, bool* token_refs = nullptr);
 // A JSON schema (JSON text) as GBNF, converted by llama.cpp common's json-schema-to-grammar.
 // kInvalidArgument: not JSON, not a schema, a limit, or what the converter cannot express.
-Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits);
+// `ws` rewrites the converter's `space` rule (JsonWhitespace).
+Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits,
+                                        JsonWhitespace ws);
+// Rewrites the `space` rule of a grammar made by llama.cpp's JSON-schema converter (a schema's,
+// or a chat format's tool-call grammar) to `ws`. False when the grammar has no such rule (it
+// then allows no whitespace between JSON's tokens anyway, or was written by hand).
+bool set_json_whitespace(std::string* gbnf, JsonWhitespace ws);
 // The grammar sampler (kInvalidArgument with llama.cpp's logged reason when it refuses).
 Result<SamplerPtr> make_grammar_sampler(const llama_vocab* vocab, const GrammarSpec& spec);
 // Whether the grammar allows `tok` next (one candidate checked, not the vocabulary).

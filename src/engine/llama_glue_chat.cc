@@ -102,7 +102,8 @@ std::string generic_instructions(const std::vector<ToolSpec>& tools, bool requir
 // A template without a tool-call format: llama.cpp's generic JSON format, rendered and
 // constrained here (the pinned common library renders the tools but gives no grammar).
 Result<ChatRender> render_generic(const ChatTemplates& t, std::vector<ChatMessage> messages,
-                                  const std::vector<ToolSpec>& tools, bool required) {
+                                  const std::vector<ToolSpec>& tools, bool required,
+                                  JsonWhitespace ws) {
   common_chat_templates_inputs in;
   in.use_jinja = true;
   in.add_generation_prompt = true;
@@ -158,7 +159,7 @@ Result<ChatRender> render_generic(const ChatTemplates& t, std::vector<ChatMessag
   GrammarLimits lim;
   lim.max_bytes = size_t{16} << 20;
   lim.max_depth = 1 << 10;
-  Result<std::string> gbnf = json_schema_to_gbnf(schema, lim);
+  Result<std::string> gbnf = json_schema_to_gbnf(schema, lim, ws);
   if (!gbnf.ok()) return gbnf.status();
   ChatRender r;
   r.prompt = std::move(p.prompt);
@@ -212,7 +213,8 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const std::vector<ChatMes
     const auto caps = common_chat_templates_get_caps(t.t.get());
     const auto it = caps.find("supports_tool_calls");
     if (it != caps.end() && !it->second) {
-      return render_generic(t, messages, tools, in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED);
+      return render_generic(t, messages, tools, in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED,
+                            o.json_whitespace);
     }
   }
   for (const ToolSpec& s : tools) in.tools.push_back({s.name, s.description, s.parameters});
@@ -239,6 +241,8 @@ Result<ChatRender> render_chat(const ChatTemplates& t, const std::vector<ChatMes
   if (!tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE) {
     r.grammar.gbnf = p.grammar;
     r.grammar.lazy = p.grammar_lazy;
+    // The arguments' JSON: common builds it with the schema converter's `space` rule.
+    set_json_whitespace(&r.grammar.gbnf, o.json_whitespace);
     if (in.tool_choice == COMMON_CHAT_TOOL_CHOICE_REQUIRED) require_call_first(&r.grammar.gbnf);
     if (!o.parallel_tool_calls) {  // common's rule repeats calls either way: one call
       const std::string many = "tool-calls ::= (tool-call space)+";
@@ -306,6 +310,81 @@ ParsedReply parse_reply(const ChatParser& parser, const std::string& text, bool 
     out.error = e.what();
   }
   return out;
+}
+
+namespace {
+
+// The decoded part of a JSON string whose closing quote was cut off: `text` starts just after
+// its opening quote. An escape cut in the middle is left out.
+std::string json_string_prefix(std::string_view text) {
+  for (size_t trim = 0; trim <= 6 && trim <= text.size(); ++trim) {
+    const std::string quoted = "\"" + std::string(text.substr(0, text.size() - trim)) + "\"";
+    const common_json j = common_json::parse_no_throw(quoted);
+    if (j.is_string()) return j.get<std::string>();
+  }
+  return {};
+}
+
+// The length of the object or array `text` starts with, when it closes in `text`; else all of
+// `text` (a value cut off).
+size_t json_value_size(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      if (ch == '\\') ++i;
+      else if (ch == '"') in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      ++depth;
+    } else if ((ch == '}' || ch == ']') && --depth <= 0) {
+      return i + 1;
+    }
+  }
+  return text.size();
+}
+
+// `"key"` then `:` after `from` in `text`: the position after the colon and its whitespace.
+size_t after_key(const std::string& text, const std::string& key, size_t from) {
+  const size_t k = text.find("\"" + key + "\"", from);
+  if (k == std::string::npos) return std::string::npos;
+  size_t p = text.find_first_not_of(" \t\r\n", k + key.size() + 2);
+  if (p == std::string::npos || text[p] != ':') return std::string::npos;
+  p = text.find_first_not_of(" \t\r\n", p + 1);
+  return p == std::string::npos ? text.size() : p;
+}
+
+// The generic format's {"tool_call": {"name": ..., "arguments": ...}} or {"response": ...}
+// as far as the grammar had let the model write it.
+ParsedReply generic_cut(const std::string& text) {
+  ParsedReply out;
+  out.ok = true;
+  if (size_t r = after_key(text, "response", 0); r != std::string::npos) {
+    if (r < text.size() && text[r] == '"') out.content = json_string_prefix(text.substr(r + 1));
+    return out;
+  }
+  const size_t call = after_key(text, "tool_call", 0);
+  if (call == std::string::npos) return out;
+  const size_t name = after_key(text, "name", call);
+  if (name == std::string::npos || name >= text.size() || text[name] != '"') return out;
+  const size_t name_end = text.find('"', name + 1);  // the grammar's names have no escapes
+  if (name_end == std::string::npos) return out;
+  ToolCall c;
+  c.name = text.substr(name + 1, name_end - name - 1);
+  if (size_t a = after_key(text, "arguments", name_end); a != std::string::npos) {
+    c.arguments = text.substr(a, json_value_size(std::string_view(text).substr(a)));
+  }
+  out.tool_calls.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace
+
+ParsedReply parse_cut_reply(const ChatParser& parser, const std::string& text) {
+  if (parser.generic) return generic_cut(text);
+  return parse_reply(parser, text, /*partial=*/true);
 }
 
 }  // namespace edgellm::engine

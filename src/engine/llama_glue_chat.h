@@ -43,5 +43,10 @@ struct ParsedReply {
 };
 // Splits the model's text (partial: more may follow) into reasoning, content and tool calls.
 ParsedReply parse_reply(const ChatParser& parser, const std::string& text, bool partial);
+// A reply that generation cut short (max_tokens, a full context, a cancel): the content
+// before a tool call the model had begun, and that call so far (its name, and its arguments as
+// the text written up to the cut, not JSON yet), as OpenAI streams a cut call. ok false when
+// not even that parses.
+ParsedReply parse_cut_reply(const ChatParser& parser, const std::string& text);
 
 }  // namespace edgellm::engine

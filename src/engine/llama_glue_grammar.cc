@@ -322,7 +322,25 @@ Status check_gbnf(const llama_vocab* vocab, const std::string& gbnf, const Gramm
   return Status::Ok();
 }
 
-Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits) {
+bool set_json_whitespace(std::string* gbnf, JsonWhitespace ws) {
+  // The converter writes one rule a line; `space` is the whitespace it puts at every
+  // separator: `space ::= | " " | "\n"{1,2} [ \t]{0,20}` in the pinned version.
+  const std::string head = "space ::= ";
+  size_t at = gbnf->rfind(head, 0) == 0 ? 0 : gbnf->find("\n" + head);
+  if (at == std::string::npos) return false;
+  if (at != 0 || (*gbnf)[0] == '\n') ++at;
+  const size_t body = at + head.size();
+  const size_t end = std::min(gbnf->find('\n', body), gbnf->size());
+  switch (ws) {
+    case JsonWhitespace::kFree: break;
+    case JsonWhitespace::kCompact: gbnf->replace(body, end - body, "\" \"?"); break;
+    case JsonWhitespace::kNone: gbnf->replace(body, end - body, "\"\""); break;
+  }
+  return true;
+}
+
+Result<std::string> json_schema_to_gbnf(const std::string& schema, const GrammarLimits& limits,
+                                        JsonWhitespace ws) {
   if (schema.size() > limits.max_bytes) {
     return Status::InvalidArgument("the JSON schema is " + std::to_string(schema.size()) +
                                    " bytes, more than the limit of " +
@@ -353,6 +371,7 @@ Result<std::string> json_schema_to_gbnf(const std::string& schema, const Grammar
          p = gbnf.find(wide_exponent, p)) {
       gbnf.replace(p, wide_exponent.size(), "([eE] [-+]? [0-9]{1,2})?");
     }
+    set_json_whitespace(&gbnf, ws);
     return gbnf;
   } catch (const std::exception& e) {
     std::string what = e.what();

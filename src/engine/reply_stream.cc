@@ -59,6 +59,16 @@ bool ReplyStream::Forward(const ParsedReply& r) {
 
 bool ReplyStream::Finish(Generation* gen) {
   ParsedReply r = parse_reply(parser_, raw_, /*partial=*/false);
+  const FinishReason why = gen->finish_reason;
+  const bool cut = why == FinishReason::kLength || why == FinishReason::kContextFull ||
+                   why == FinishReason::kCancelled;
+  if (cut && (!r.ok || r.dropped_calls > 0)) {
+    // Generation stopped inside a tool call: its JSON is not the answer. What streamed (the
+    // text before it) stays the text; the call so far goes to tool_calls, as OpenAI sends a
+    // call cut by max_tokens, and the finish reason stays.
+    ParsedReply p = parse_cut_reply(parser_, raw_);
+    if (p.ok) r = std::move(p);
+  }
   if (!r.ok) {  // the model left the format: its text is the answer (as llama-server does)
     detail::emit_log(LogLevel::kWarn, "edgellm",
                      "the reply does not follow the chat format (" + r.error +

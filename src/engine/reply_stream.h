@@ -20,7 +20,8 @@ class ReplyStream {
   const TextSink& raw_sink() const { return raw_sink_; }
   // Parses the whole text as final output, forwards what is left and fills `gen`'s text
   // (the answer), reasoning and tool calls; finish reason kToolCalls when the model called
-  // tools and stopped on its own. False when a sink cancelled.
+  // tools and stopped on its own. A reply cut short inside a tool call keeps the call's text
+  // out of `gen->text`: the call so far is its last tool call. False when a sink cancelled.
   bool Finish(Generation* gen);
 
  private:

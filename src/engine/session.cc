@@ -74,6 +74,25 @@ const char* json_state_name(JsonState state) {
   return "unknown";
 }
 
+const char* json_whitespace_name(JsonWhitespace w) {
+  switch (w) {
+    case JsonWhitespace::kCompact: return "compact";
+    case JsonWhitespace::kNone: return "none";
+    case JsonWhitespace::kFree: return "free";
+  }
+  return "unknown";
+}
+
+bool parse_json_whitespace(std::string_view name, JsonWhitespace* out) {
+  for (JsonWhitespace w : {JsonWhitespace::kCompact, JsonWhitespace::kNone, JsonWhitespace::kFree}) {
+    if (name == json_whitespace_name(w)) {
+      *out = w;
+      return true;
+    }
+  }
+  return false;
+}
+
 Session::Impl::~Impl() {
   if (ctx) llama_free(ctx);
 }

@@ -34,6 +34,7 @@ struct LlmServeArgs {
   std::string embedding_model;
   MediaArgs media;                // --mmproj, --image-max-tokens
   MediaLimits media_limits;       // --max-media, --max-media-bytes
+  std::string json_whitespace = "compact";  // --json-whitespace: a request's default
   int port = 8080, ctx = -1, threads = -1, queue = 8, max_inputs = 2048;
   // Bounds on a client's schema or grammar (a request over one is a 400 naming it).
   edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
@@ -140,6 +141,7 @@ class LlmServer {
     auto o = std::make_shared<edgellm::GenerateOptions>();
     std::string err;
     o->grammar_limits = a_.limits;
+    edgellm::parse_json_whitespace(a_.json_whitespace, &o->json_whitespace);  // CLI11 checked it
     if (!read_options(body, o.get(), &err)) {
       return send_error(res, 400, "invalid_request_error", err);
     }
@@ -497,6 +499,11 @@ Action add_serve_llm(CLI::App& app) {
   cmd->add_option("--max-grammar-rules", a->limits.max_rules,
                   "most grammar rules a request's schema or grammar may make (default 2048)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--json-whitespace", a->json_whitespace,
+                  "whitespace in a schema's or tool call's JSON when the request's "
+                  "json_whitespace does not say: compact (default: at most one space, no "
+                  "newline), none, or free (newlines and indentation)")
+      ->check(CLI::IsMember({"compact", "none", "free"}));
   return [a] { return serve_llm(*a); };
 }
 

@@ -117,6 +117,11 @@ void add_constraint_options(CLI::App* cmd, ConstraintArgs* c) {
                              "with run); calls are printed as JSON");
   tl->excludes(js);
   tl->excludes(gr);
+  cmd->add_option("--json-whitespace", c->json_whitespace,
+                  "Whitespace allowed in --json-schema's and tool calls' JSON: compact (default: "
+                  "at most one space at a separator, no newline), none, or free (the schema "
+                  "converter's own: newlines and indentation)")
+      ->check(CLI::IsMember({"compact", "none", "free"}));
   cmd->add_option("--tool-choice", c->tool_choice,
                   "auto (default), required, none, or a tool's name");
   cmd->add_option("--reasoning", c->reasoning,
@@ -197,6 +202,7 @@ edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOption
     go->tools = std::move(tools).value();
   }
   go->tool_choice = c.tool_choice;
+  edgellm::parse_json_whitespace(c.json_whitespace, &go->json_whitespace);  // checked by CLI11
   go->reasoning = c.reasoning == "hide"     ? edgellm::Reasoning::kHide
                   : c.reasoning == "inline" ? edgellm::Reasoning::kInline
                                             : edgellm::Reasoning::kSeparate;

@@ -69,6 +69,7 @@ nlohmann::json info_json(const edgellm::ModelInfo& info);
 struct ConstraintArgs {
   std::string json_schema, grammar;
   std::string tools, tool_choice = "auto", reasoning = "separate";
+  std::string json_whitespace = "compact";
 };
 void add_constraint_options(CLI::App* cmd, ConstraintArgs* c);
 edgellm::Status load_constraint(const ConstraintArgs& c, edgellm::GenerateOptions* go);

@@ -80,6 +80,13 @@ bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err
     }
     o->grammar = body["grammar"].get<std::string>();
   }
+  if (body.contains("json_whitespace") && !body["json_whitespace"].is_null()) {
+    const json& w = body["json_whitespace"];
+    if (!w.is_string() || !edgellm::parse_json_whitespace(w.get<std::string>(), &o->json_whitespace)) {
+      *err = "json_whitespace must be \"compact\", \"none\" or \"free\"";
+      return false;
+    }
+  }
   const size_t size = std::max(o->json_schema.size(), o->grammar.size());
   if (size > max_bytes) {
     *err = std::string(o->grammar.empty() ? "the JSON schema" : "the grammar") + " is " +

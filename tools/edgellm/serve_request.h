@@ -20,7 +20,8 @@ const char* finish_name(edgellm::FinishReason r);
 // The request's sampling fields into GenerateOptions; false with *err on a bad value.
 // Constrained output: `response_format` ({"type": "json_object"} or {"type": "json_schema",
 // "json_schema": {"schema": {...}}}), and llama-server's `json_schema` and `grammar` fields,
-// bounded by o->grammar_limits (set by the caller).
+// bounded by o->grammar_limits (set by the caller); edgellm's `json_whitespace` ("compact",
+// "none", "free") for the schema's and the tool calls' JSON.
 bool read_options(const nlohmann::json& body, edgellm::GenerateOptions* o, std::string* err);
 
 // A chat request's messages: the leading system message apart, the rest as the history

@@ -323,6 +323,13 @@ bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
                           "reasoning must be \"separate\", \"hide\" or \"inline\"");
     return false;
   }
+  std::string whitespace;
+  if (!opt_string(env, o, "jsonWhitespace", &whitespace)) return false;
+  if (!whitespace.empty() && !parse_json_whitespace(whitespace, &go->json_whitespace)) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE",
+                          "jsonWhitespace must be \"compact\", \"none\" or \"free\"");
+    return false;
+  }
   // history: earlier turns for a stateless chat, whose prefix the session's cache keeps.
   if (auto h = get_prop(env, o, "history")) {
     if (!read_messages(env, *h, &go->history)) return false;

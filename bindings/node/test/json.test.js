@@ -194,3 +194,25 @@ test('a GBNF grammar, a conversation with a schema, and bad input', async () => 
     await m.dispose();
   }
 });
+
+test('jsonWhitespace: none writes no whitespace, free may; a bad value is a TypeError', async () => {
+  const m = await Model.load(model(), { ctx: 512, threads: 2 });
+  try {
+    const jsonSchema = { type: 'object', properties: { a: { type: 'array', items: name, maxItems: 3 }, b: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['a', 'b'], additionalProperties: false };
+    let free = 0;
+    for (const seed of [1, 2, 3, 4]) {
+      const none = await m.generate('json:', { jsonSchema, jsonWhitespace: 'none', seed, temperature: 1, maxTokens: 120 });
+      if (none.jsonState === 'complete') {
+        // Outside strings: no whitespace at all.
+        assert.doesNotMatch(none.text.replace(/"(?:[^"\\]|\\.)*"/g, '""'), /\s/, none.text);
+      }
+      const loose = await m.generate('json:', { jsonSchema, jsonWhitespace: 'free', seed, temperature: 1, maxTokens: 120 });
+      free += /\s/.test(loose.text.replace(/"(?:[^"\\]|\\.)*"/g, '""')) ? 1 : 0;
+    }
+    assert.ok(free > 0, 'free whitespace never showed up in 4 seeds');
+    await assert.rejects(m.generate('json:', { jsonSchema, jsonWhitespace: 'tabs' }),
+                         (e) => e.code === 'ERR_INVALID_ARG_VALUE' && /jsonWhitespace must be/.test(e.message));
+  } finally {
+    await m.dispose();
+  }
+});

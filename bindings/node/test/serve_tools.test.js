@@ -10,7 +10,7 @@ const { spawn } = require('node:child_process');
 const readline = require('node:readline');
 const Ajv = require('ajv');
 const OpenAI = require('openai');
-const { cli, modelWithTemplate } = require('../testutil/fixtures');
+const { cli, model, modelWithTemplate } = require('../testutil/fixtures');
 
 const ajv = new Ajv({ strict: false });
 
@@ -118,6 +118,52 @@ test('tool calls through serve with the openai client: required, named, streamed
     await bad({ tools, tool_choice: 'sometimes' }, /tool_choice must be/);
     await bad({ tools, tool_choice: { type: 'function', function: { name: 'nope' } } }, /not one of the tools/);
     await bad({ messages: [{ role: 'tool', content: 'x' }] }, /tool_call_id/);
+  } finally {
+    p.kill('SIGTERM');
+  }
+});
+
+test('compact JSON by default: required calls fit a small budget; a call cut by max_tokens stays out of content', async () => {
+  // The tiny fixture's template knows no tools: the generic JSON format, whose whitespace the
+  // converter left free (up to 20 characters at every separator) before json_whitespace.
+  const { p, url } = await startServer(model('tiny'));
+  try {
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const messages = [{ role: 'user', content: 'weather in Paris for 3 days?' }];
+    const two = [tools[0]];
+    let compactTokens = 0;
+    let freeTokens = 0;
+    for (let seed = 1; seed <= 8; ++seed) {
+      const body = { model: 'x', messages, tools: two, tool_choice: 'required', seed, temperature: 0.8, max_tokens: 64 };
+      const r = await client.chat.completions.create(body);
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'tool_calls', `seed ${seed}: ${JSON.stringify(c)}`);
+      const args = c.message.tool_calls[0].function.arguments;
+      assert.doesNotMatch(args, /\n|\t|  /, `seed ${seed}: compact arguments`);
+      checkCall(c.message.tool_calls[0], `seed ${seed}`);
+      compactTokens += r.usage.completion_tokens;
+      const free = await client.chat.completions.create({ ...body, max_tokens: 256, json_whitespace: 'free' });
+      freeTokens += free.usage.completion_tokens;
+    }
+    assert.ok(freeTokens > compactTokens, `free ${freeTokens} tokens, compact ${compactTokens}`);
+
+    // Cut by max_tokens: finish_reason length, none of the call's JSON in content, the call's
+    // prefix in tool_calls once its name is written.
+    let named = 0;
+    for (const max_tokens of [6, 18, 30]) {
+      const r = await client.chat.completions.create({ model: 'x', messages, tools: two, tool_choice: 'required', seed: 3, max_tokens });
+      const c = r.choices[0];
+      assert.equal(c.finish_reason, 'length', JSON.stringify(c));
+      assert.ok(!c.message.content, `max_tokens ${max_tokens}: content ${JSON.stringify(c.message.content)}`);
+      for (const call of c.message.tool_calls ?? []) {
+        assert.equal(call.function.name, 'get_weather');
+        named += 1;
+      }
+    }
+    assert.ok(named > 0, 'no cut call had got as far as its name');
+
+    await assert.rejects(client.chat.completions.create({ model: 'x', messages, max_tokens: 4, json_whitespace: 'tabs' }),
+                         (e) => e.status === 400 && /json_whitespace must be/.test(e.message));
   } finally {
     p.kill('SIGTERM');
   }
