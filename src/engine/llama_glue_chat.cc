@@ -361,11 +361,13 @@ size_t after_key(const std::string& text, const std::string& key, size_t from) {
 ParsedReply generic_cut(const std::string& text) {
   ParsedReply out;
   out.ok = true;
-  if (size_t r = after_key(text, "response", 0); r != std::string::npos) {
+  // The object's first key says which: a tool's arguments may have a key "response" too.
+  const size_t r = after_key(text, "response", 0);
+  const size_t call = after_key(text, "tool_call", 0);
+  if (r < call) {
     if (r < text.size() && text[r] == '"') out.content = json_string_prefix(text.substr(r + 1));
     return out;
   }
-  const size_t call = after_key(text, "tool_call", 0);
   if (call == std::string::npos) return out;
   const size_t name = after_key(text, "name", call);
   if (name == std::string::npos || name >= text.size() || text[name] != '"') return out;

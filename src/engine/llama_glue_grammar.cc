@@ -326,9 +326,9 @@ bool set_json_whitespace(std::string* gbnf, JsonWhitespace ws) {
   // The converter writes one rule a line; `space` is the whitespace it puts at every
   // separator: `space ::= | " " | "\n"{1,2} [ \t]{0,20}` in the pinned version.
   const std::string head = "space ::= ";
-  size_t at = gbnf->rfind(head, 0) == 0 ? 0 : gbnf->find("\n" + head);
+  size_t at = gbnf->starts_with(head) ? 0 : gbnf->find("\n" + head);
   if (at == std::string::npos) return false;
-  if (at != 0 || (*gbnf)[0] == '\n') ++at;
+  if ((*gbnf)[at] == '\n') ++at;
   const size_t body = at + head.size();
   const size_t end = std::min(gbnf->find('\n', body), gbnf->size());
   switch (ws) {
