@@ -74,8 +74,12 @@ x86_reference() {  # the gcc CLI's texts, once, for the stages that compare agai
 
 run_clang() {
   step "clang 15 + libc++ 15: the library and the addon (build-clang/)"
+  # llama.cpp's host-side code (llama, common, mtmd; not ggml's kernels) at -O1: this build is
+  # a check, never shipped, and -O1 compiles in a fraction of -O3's time; the text it generates
+  # is compared with the gcc build's. (The aarch64 build is packed for npm: -O3 there.)
   [ -f build-clang/build.ninja ] ||
     cmake -S . -B build-clang "${lean[@]}" -DEDGELLM_BUILD_TESTS=OFF -DEDGELLM_BUILD_CLI=OFF \
+      -DEDGELLM_LLAMA_HOST_OPT=-O1 \
       -DCMAKE_C_COMPILER=clang-15 -DCMAKE_CXX_COMPILER=clang++-15 \
       -DCMAKE_CXX_FLAGS=-stdlib=libc++ -DCMAKE_EXE_LINKER_FLAGS=-stdlib=libc++ \
       -DCMAKE_SHARED_LINKER_FLAGS=-stdlib=libc++ -DCMAKE_MODULE_LINKER_FLAGS=-stdlib=libc++ \

@@ -3,6 +3,9 @@
 // ggml-cpu with arch/arm/ for arch/x86/, llama, common, httplib, mtmd, hashes) with its own
 // defines, include paths and warnings, written as OUT/obj/SRC.o.rsp; prints one line per job:
 // GROUP<TAB>LANG<TAB>SRC<TAB>OBJ.  Usage: node scripts/ohos_jobs.cjs OUT MARCH
+// llama.cpp's sources are compiled at -O0: the stage checks that they compile against musl
+// and libc++ (what a header or a libc call needs), which optimization adds nothing to, and -O0
+// takes a fraction of -O3's time (llama-model.cpp: 6 s of CPU). edgellm's keep their flags.
 "use strict";
 const fs = require("fs"), path = require("path");
 const [out, march] = process.argv.slice(2), root = process.cwd() + "/";
@@ -42,6 +45,11 @@ for (const e of JSON.parse(fs.readFileSync("build/compile_commands.json", "utf8"
     throw new Error(`unexpected compiler argument ${a} for ${e.file}`);
   }
   if (m[1] === "ggml-cpu") flags.push("-march=" + march);
+  if (lib[m[1]] === "llama.cpp") {
+    const kept = flags.filter(f => !/^-O/.test(f));
+    flags.length = 0;
+    flags.push(...kept, "-O0");
+  }
   if (flags.some(f => f.includes("'"))) throw new Error(`a quote in the flags of ${e.file}`);
   const obj = `${out}/obj/${src}.o`;
   fs.mkdirSync(path.dirname(obj), { recursive: true });
