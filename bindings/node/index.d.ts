@@ -116,6 +116,11 @@ export interface GenerateOptions {
    * does not spend maxTokens on indentation), "none", or "free" (llama.cpp's converter's own:
    * up to two newlines and 20 spaces or tabs at each separator). */
   jsonWhitespace?: "compact" | "none" | "free";
+  /** Speculative decoding: each decode also checks guessed next tokens and keeps those the
+   * model itself samples there, so the output is the same as without it (greedy: up to the
+   * last bits of batched vs one-token logits). On by default (n-gram lookup over the prompt,
+   * history and reply, and the text a grammar or schema forces); `false` turns it off. */
+  speculative?: boolean | SpeculativeOptions;
   /** Constrain the output to this GBNF grammar (llama.cpp's dialect, start rule `root`). */
   grammar?: string;
   /** Tools the model may call (with chat or history), rendered by the model's own chat
@@ -202,8 +207,30 @@ export interface GenerationStats {
   mediaDecodeMs: number;
   mediaEncodeMs: number;
   mediaChunksCached: number;
+  /** Speculative decoding: tokens guessed and checked, those kept, how many of those the
+   * grammar forced, and the decode calls of the generation (nGen / decodeCalls: tokens per
+   * decode). */
+  specDrafted: number;
+  specAccepted: number;
+  specForced: number;
+  decodeCalls: number;
   /** The model was unloaded by setMemoryLevel(2) and loaded again for this request. */
   reloaded: boolean;
+}
+
+/** How speculative decoding guesses (GenerateOptions.speculative). */
+export interface SpeculativeOptions {
+  /** Guess the tokens that followed the last few tokens where they appeared before (prompt
+   * lookup): pays where the answer copies its input. Default true. */
+  ngram?: boolean;
+  /** With a grammar or JSON schema, guess the text it forces next (keys, quotes, colons).
+   * Default true. */
+  jump?: boolean;
+  /** Tokens guessed per decode at most: 0 turns speculation off. Default 8, at most 16. */
+  maxDraft?: number;
+  /** Guess fewer (or none) when the measured acceptance and decode cost say guessing loses.
+   * Default true; false always guesses maxDraft when a source has a guess (benchmarks). */
+  adaptive?: boolean;
 }
 
 /** A JSON Schema (draft 2020-12 subset that llama.cpp's converter handles: type, properties,

@@ -139,6 +139,29 @@ enum class JsonState {
 };
 const char* json_state_name(JsonState state);
 
+// Speculative decoding (GenerateOptions::speculative): each decode step also checks the tokens
+// a draft source guesses come next, in the same batch (on a CPU a batch of a few tokens costs
+// about as much as one), and keeps those the model itself picks there: sampled in order, as
+// without speculation, so the output is the same (greedy: up to the last bits in which ggml's
+// batched and one-token logits can differ; sampling: the same draws from the same seed).
+struct SpeculativeOptions {
+  // Guesses from the context (prompt lookup): the tokens that followed the last ngram_max ..
+  // ngram_min tokens where they last appeared in the prompt, the history or the reply so far.
+  // Pays where the answer copies its input (extraction, rewriting, code). Default on.
+  bool ngram = true;
+  int32_t ngram_min = 2;  // default 2, at least 1
+  int32_t ngram_max = 4;  // default 4, ngram_min .. 8
+  // With a grammar or JSON schema: the text the grammar forces next (keys, quotes, colons),
+  // guessed as its tokens (jump-forward). Default on.
+  bool jump = true;
+  // Tokens guessed per step at most: 0 turns speculation off. Default 8, at most 16.
+  int32_t max_draft = 8;
+  // Guess fewer tokens, or none, when the acceptance measured in this generation and the batch
+  // cost measured on this machine say guessing loses time. Default on; off guesses max_draft
+  // whenever a source has a guess (benchmarks).
+  bool adaptive = true;
+};
+
 // Per-call options. Lifetime: one Generate() call.
 struct GenerateOptions {
   int32_t max_tokens = 256;      // new tokens at most. Default 256; must be >= 1
@@ -211,6 +234,8 @@ struct GenerateOptions {
   // by the projector, then decoded into the context in place of its marker; Stats say how
   // long each part took and how many tokens the media took. Default none.
   std::vector<Media> media;
+  // Speculative decoding: n-gram lookup and jump-forward on by default.
+  SpeculativeOptions speculative;
   // Called after each prefill chunk with (tokens done, tokens total). Return false to cancel.
   std::function<bool(int32_t done, int32_t total)> on_prefill;
   // Thermal throttling, yield and pause/resume, applied between decode steps. Not owned; must
@@ -233,7 +258,7 @@ struct Stats {
   double ttft_ms = 0;       // from Generate() entry to the first generated token
   int32_t n_gen = 0;        // tokens generated (sampled)
   double decode_ms = 0;     // from the first sampled token to the last
-  double decode_tps = 0;    // single-token decode steps per second in that span; 0 if none
+  double decode_tps = 0;    // tokens generated per second in that span (after the first); 0 if none
   int64_t peak_rss_bytes = 0;  // process peak resident set (VmHWM) at the end
   int32_t n_threads = 0;
   int32_t n_ctx = 0;
@@ -262,6 +287,13 @@ struct Stats {
   double media_decode_ms = 0;
   double media_encode_ms = 0;
   int32_t media_chunks_cached = 0;
+  // Speculative decoding: tokens guessed and checked, those the model kept, how many of those
+  // the grammar forced (jump-forward), and the generation's llama_decode calls (n_gen /
+  // decode_calls: tokens per decode; 1 without speculation).
+  int32_t spec_drafted = 0;
+  int32_t spec_accepted = 0;
+  int32_t spec_forced = 0;
+  int32_t decode_calls = 0;
 };
 
 struct Generation {

@@ -66,7 +66,7 @@ void DecodeControl::Govern() {
 }
 
 Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
-                                           const char* phase) {
+                                           const char* phase, bool all_logits) {
   const llama_pos first = pos_->next;
   batch_pos_.resize(static_cast<size_t>(n));
   std::iota(batch_pos_.begin(), batch_pos_.end(), first);
@@ -74,6 +74,10 @@ Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
   // position over its sections itself.
   llama_batch b = llama_batch_get_one(const_cast<llama_token*>(tokens), n);
   b.pos = batch_pos_.data();
+  if (all_logits) {
+    batch_logits_.assign(static_cast<size_t>(n), 1);
+    b.logits = batch_logits_.data();
+  }
   return Finish(llama_decode(ctx_, b), tokens, n, first, first + n, phase);
 }
 

@@ -55,8 +55,14 @@ class DecodeControl {
   // Decodes `n` tokens after what the KV cache holds (at pos->next on) and records them as
   // cached. kNone on success, kCancelled when the abort callback stopped it, kContextFull when
   // the cache has no room (then nothing of the call stays cached); another failure is
-  // kInternal with llama.cpp's message, naming `phase` ("prefill", "decode").
-  Result<FinishReason> Decode(const llama_token* tokens, int32_t n, const char* phase);
+  // kInternal with llama.cpp's message, naming `phase` ("prefill", "decode"). With
+  // `all_logits`, every token's logits are kept (output i of the decode), else the last's.
+  Result<FinishReason> Decode(const llama_token* tokens, int32_t n, const char* phase,
+                              bool all_logits = false);
+  // Removes the cached tokens from `n` on (a speculative decode's rejected guesses). False
+  // when the memory cannot cut a sequence.
+  bool CutTo(size_t n) { return cut_cache(ctx_, cached_, pos_, n); }
+  const std::vector<llama_token>& cached() const { return *cached_; }
   // Decodes `n` embeddings (n x n_embd floats: part of a media chunk) recorded as cached under
   // `placeholders` (media.h). Positions: `first` + i; or with `mrope` (4 per embedding,
   // relative to the chunk's first position `first`, the sections in `mrope_shift` moving with
@@ -87,6 +93,7 @@ class DecodeControl {
   std::vector<llama_token>* cached_;
   KvPositions* pos_;
   std::vector<llama_pos> batch_pos_;  // the current call's positions (a llama_batch's pos)
+  std::vector<int8_t> batch_logits_;  // its output flags, with all_logits
 };
 
 }  // namespace edgellm::engine

@@ -13,6 +13,7 @@
 #include "engine/llama_glue.h"
 #include "engine/media.h"
 #include "engine/sampler.h"
+#include "engine/speculator.h"
 #include "engine/session_impl.h"
 #include "engine/streamer.h"
 #include "engine/text_prefiller.h"
@@ -115,6 +116,7 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
                                       const engine::MediaPrompt* media) {
   cancel.store(false);
   EDGELLM_RETURN_IF_ERROR(engine::validate_sampling(o));
+  EDGELLM_RETURN_IF_ERROR(engine::validate_speculative(o.speculative));
   if (toks.empty()) return Status::InvalidArgument("prompt produced no tokens");
   Generation gen;
   Stats& st = gen.stats;
@@ -190,7 +192,12 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
   }
   if (*reason == FinishReason::kNone) {
     engine::TokenGenerator generator(model->vocab, control, sampler, streamer, &shown);
-    reason = generator.Run(options.n_ctx, o, t_start, &st, make_room);
+    engine::TokenGenerator::Limits limits;
+    limits.n_ctx = options.n_ctx;
+    limits.n_batch = options.n_batch;
+    limits.n_vocab = model->info.n_vocab;
+    limits.can_cut = engine::kv_can_cut_tail(model->model);
+    reason = generator.Run(limits, o, t_start, &st, make_room);
     if (!reason.ok()) return reason.status();
   }
   FinishReason finish = *reason;

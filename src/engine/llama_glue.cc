@@ -105,10 +105,11 @@ llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_th
   cp.n_batch = static_cast<uint32_t>(n_batch);
   cp.n_ubatch = static_cast<uint32_t>(n_batch);  // chunked prefill: one chunk, one ubatch
   cp.n_seq_max = 1;
-  // edgellm only reads the last token's logits (llama_batch_get_one marks just that one as an
-  // output). The default (n_batch outputs) makes libllama reserve n_batch x n_vocab floats of
-  // compute buffer: 297 MiB for Qwen2's 151,936-token vocabulary at n_batch 512.
-  cp.n_outputs_max = 1;
+  // edgellm reads the last token's logits, or with speculation those of the token and its
+  // guesses (at most 1 + kMaxDraftTokens). The default (n_batch outputs) makes libllama
+  // reserve n_batch x n_vocab floats of compute buffer: 297 MiB for Qwen2's 151,936-token
+  // vocabulary at n_batch 512; 17 outputs take 9.9 MiB.
+  cp.n_outputs_max = static_cast<uint32_t>(std::min(n_batch, 1 + kMaxDraftTokens));
   if (n_threads > 0) {
     cp.n_threads = n_threads;
     cp.n_threads_batch = n_threads;
@@ -126,6 +127,11 @@ bool kv_remove(llama_context* ctx, int32_t p0, int32_t p1) {
 }
 
 bool kv_can_shift(llama_context* ctx) { return llama_memory_can_shift(llama_get_memory(ctx)); }
+
+bool kv_can_cut_tail(const llama_model* model) {
+  return !llama_model_is_recurrent(model) && !llama_model_is_hybrid(model) &&
+         !llama_model_is_diffusion(model);
+}
 
 void kv_shift(llama_context* ctx, int32_t p0, int32_t delta) {
   llama_memory_seq_add(llama_get_memory(ctx), 0, p0, -1, delta);

@@ -40,6 +40,9 @@ using ContextPtr = std::unique_ptr<llama_context, ContextFree>;
 using SamplerPtr = std::unique_ptr<llama_sampler, SamplerFree>;
 
 // ---- contexts and their memory (the KV cache) ----
+// The most tokens speculative decoding guesses per decode: a context keeps the logits of
+// 1 + this many positions of a decode (n_outputs_max).
+constexpr int32_t kMaxDraftTokens = 16;
 // Context parameters edgellm uses everywhere (sessions and the planner's dry run), so the
 // planner sizes exactly the context a Session creates.
 llama_context_params context_params(int32_t n_ctx, int32_t n_batch, int32_t n_threads,
@@ -51,6 +54,10 @@ void kv_clear(llama_context* ctx);
 bool kv_remove(llama_context* ctx, int32_t p0, int32_t p1);
 // Whether cells can move to other positions (RoPE models with a plain KV cache can).
 bool kv_can_shift(llama_context* ctx);
+// Whether the model's memory can drop a sequence's last cells and decode them again from the
+// cells before (a KV cache can; a recurrent or hybrid model's state cannot): what speculative
+// decoding needs to undo rejected guesses.
+bool kv_can_cut_tail(const llama_model* model);
 // Moves sequence 0's cells at positions >= p0 by `delta` (negative: towards 0).
 void kv_shift(llama_context* ctx, int32_t p0, int32_t delta);
 // The largest position sequence 0 holds, -1 when empty.

@@ -155,9 +155,10 @@ llama_token TokenSampler::Draw(const float* logits, bool with_grammar) {
   return Pick(&kept);
 }
 
-Result<llama_token> TokenSampler::Sample(llama_context* ctx) {
-  if (chain_ && !grammar_) return llama_sampler_sample(chain_.get(), ctx, -1);
-  const float* logits = llama_get_logits_ith(ctx, -1);
+Result<llama_token> TokenSampler::Sample(llama_context* ctx, int32_t idx) {
+  if (chain_ && !grammar_) return llama_sampler_sample(chain_.get(), ctx, idx);
+  const float* logits = llama_get_logits_ith(ctx, idx);
+  if (!logits) return Status::Internal("no logits for output " + std::to_string(idx));
   llama_token tok = 0;
   if (chain_) {
     tok = Draw(logits, /*with_grammar=*/false);
@@ -179,6 +180,45 @@ Result<llama_token> TokenSampler::Sample(llama_context* ctx) {
   EDGELLM_RETURN_IF_ERROR(grammar_accept(grammar_.get(), tok));
   if (chain_) llama_sampler_accept(chain_.get(), tok);
   return tok;
+}
+
+std::string TokenSampler::ForcedText(const llama_vocab* vocab, size_t max_bytes) {
+  std::string out;
+  if (!grammar_ || !index_ || max_bytes == 0) return out;
+  // One check of the 256 one-byte tokens tells the bytes allowed next; one allowed (and no
+  // end) forces it. A copy of the grammar walks on past each forced byte.
+  SamplerPtr walk;
+  llama_sampler* g = grammar_.get();
+  llama_token eog = llama_vocab_eos(vocab);  // any end token: the grammar allows it iff it can end
+  if (eog == LLAMA_TOKEN_NULL) eog = llama_vocab_eot(vocab);
+  std::array<llama_token_data, 256> probe;
+  std::array<uint8_t, 256> byte_of;
+  while (out.size() < max_bytes) {
+    size_t n = 0;
+    for (int b = 0; b < 256; ++b) {
+      if (index_->one_byte[b] < 0) continue;
+      byte_of[n] = static_cast<uint8_t>(b);
+      probe[n++] = {index_->one_byte[b], 0.0f, 0.0f};
+    }
+    llama_token_data_array arr = {probe.data(), n, -1, false};
+    llama_sampler_apply(g, &arr);
+    int allowed = -1;
+    for (size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(probe[i].logit)) continue;
+      if (allowed >= 0) return out;  // a choice: nothing more is forced
+      allowed = byte_of[i];
+    }
+    if (allowed < 0) return out;
+    if (eog != LLAMA_TOKEN_NULL && grammar_allows(g, eog)) return out;  // it may also end here
+    if (!walk) {
+      walk.reset(llama_sampler_clone(grammar_.get()));
+      if (!walk) return out;
+      g = walk.get();
+    }
+    if (!grammar_accept(g, index_->one_byte[allowed]).ok()) return out;
+    out.push_back(static_cast<char>(allowed));
+  }
+  return out;
 }
 
 }  // namespace edgellm::engine

@@ -2,6 +2,7 @@
 // grammar when one is set.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "edgellm/session.h"
@@ -44,9 +45,13 @@ class TokenSampler {
     index_ = index;
   }
   bool constrained() const { return grammar_ != nullptr; }
-  // The next token from the logits of the last decoded position of `ctx`. With a grammar:
-  // kInvalidArgument when the grammar allows no token of the vocabulary here.
-  Result<llama_token> Sample(llama_context* ctx);
+  // The next token from the logits of output `idx` of the last decode of `ctx` (-1: its last).
+  // With a grammar: kInvalidArgument when the grammar allows no token of the vocabulary here.
+  Result<llama_token> Sample(llama_context* ctx, int32_t idx = -1);
+  // The text the grammar forces next, up to `max_bytes`: bytes while exactly one is allowed
+  // and the grammar cannot end (probed with the vocabulary's one-byte tokens on a copy of
+  // the grammar). Empty without a grammar, or with one that matches token ids.
+  std::string ForcedText(const llama_vocab* vocab, size_t max_bytes);
   // Tokens whose first draw the grammar rejected.
   int32_t resamples() const { return resamples_; }
 

@@ -26,6 +26,7 @@ struct ChatArgs {
   bool json = false, no_shift = false, quiet = false;
   ConstraintArgs constraint;
   MediaArgs media;
+  SpecArgs spec;
 };
 
 nlohmann::json turn_json(const edgellm::Generation& g) {
@@ -45,12 +46,16 @@ nlohmann::json turn_json(const edgellm::Generation& g) {
           {"n_media_tokens", s.n_media_tokens},
           {"media_decode_ms", s.media_decode_ms},
           {"media_encode_ms", s.media_encode_ms},
-          {"media_chunks_cached", s.media_chunks_cached}};
+          {"media_chunks_cached", s.media_chunks_cached},
+          {"spec_drafted", s.spec_drafted},
+          {"spec_accepted", s.spec_accepted},
+          {"spec_forced", s.spec_forced},
+          {"decode_calls", s.decode_calls}};
 }
 
 void print_stats(const edgellm::Generation& g) {
   const edgellm::Stats& s = g.stats;
-  const std::string media = media_summary(s);
+  const std::string media = media_summary(s) + spec_summary(s);
   std::fprintf(stderr,
                "--- %s | reused %d of %d prompt tokens, prefilled %d | TTFT %.0f ms | gen %d tok, "
                "%.1f tok/s%s%s\n",
@@ -139,6 +144,7 @@ int chat(ChatArgs& a) {
   go.temperature = a.temperature;
   if (a.seed >= 0) go.seed = static_cast<uint32_t>(a.seed);
   if (auto st = load_constraint(a.constraint, &go); !st.ok()) return fail(st);
+  if (auto st = apply_spec(a.spec, &go); !st.ok()) return fail(st);
   const bool tty = ::isatty(STDIN_FILENO);
   auto save = [&](const std::string& path) {
     edgellm::Status st = conv->Save(path);
@@ -275,6 +281,7 @@ Action add_chat(CLI::App& app) {
   cmd->add_option("--prompt-cache", a.prompt_cache,
                   "Folder that keeps the system prompt's KV cells between runs");
   add_constraint_options(cmd, &a.constraint);
+  add_spec_options(cmd, &a.spec);
   add_media_options(cmd, &a.media);
   cmd->add_option("--index", a.index,
                   "Answer from a document index (edgellm index add): each turn gets its best "

@@ -28,6 +28,7 @@ struct RunArgs {
   bool private_data = false, offline = false;
   double latency_ms = 0;
   ConstraintArgs constraint;
+  SpecArgs spec;
 };
 
 nlohmann::json result_json(const edgellm::Generation& g) {
@@ -57,7 +58,11 @@ nlohmann::json result_json(const edgellm::Generation& g) {
           {"n_media_tokens", s.n_media_tokens},
           {"media_decode_ms", s.media_decode_ms},
           {"media_encode_ms", s.media_encode_ms},
-          {"media_chunks_cached", s.media_chunks_cached}};
+          {"media_chunks_cached", s.media_chunks_cached},
+          {"spec_drafted", s.spec_drafted},
+          {"spec_accepted", s.spec_accepted},
+          {"spec_forced", s.spec_forced},
+          {"decode_calls", s.decode_calls}};
 }
 
 int run(RunArgs& a) {
@@ -69,6 +74,7 @@ int run(RunArgs& a) {
     a.prompt = ss.str();
   }
   if (auto st = load_constraint(a.constraint, &a.go); !st.ok()) return fail(st);
+  if (auto st = apply_spec(a.spec, &a.go); !st.ok()) return fail(st);
   const bool show = !a.quiet;
   edgellm::RuntimeOptions ro;
   ro.model_path = a.model;
@@ -224,11 +230,11 @@ int run(RunArgs& a) {
   } else if (show) {
     std::fprintf(stderr,
                  "\n--- %s | prompt %d tok, prefill %.1f ms (%.1f tok/s) | TTFT %.1f ms | "
-                 "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s%s\n",
+                 "gen %d tok, decode %.2f tok/s | load %.0f ms, warm-up %.0f ms | peak RSS %s%s%s\n",
                  edgellm::finish_reason_name(gen.finish_reason), s.n_prompt, s.prefill_ms,
                  s.prefill_tps, s.ttft_ms, s.n_gen, s.decode_tps, s.load_ms, s.warmup_ms,
                  human_bytes(static_cast<uint64_t>(s.peak_rss_bytes)).c_str(),
-                 media_summary(s).c_str());
+                 media_summary(s).c_str(), spec_summary(s).c_str());
   }
   return 0;
 }
@@ -287,6 +293,7 @@ Action add_run(CLI::App& app) {
   cmd->add_option("--lora", a.lora, "Apply this GGUF LoRA adapter (repeatable)");
   cmd->add_option("--lora-scale", a.lora_scale, "Scale of each --lora, in order (default 1)");
   add_constraint_options(cmd, &a.constraint);
+  add_spec_options(cmd, &a.spec);
   cmd->add_flag("--json", a.json, "Print one JSON object with the text and every stat");
   cmd->add_flag("-q,--quiet", a.quiet, "No progress or timings on stderr");
   cmd->add_flag("-v,--verbose", a.verbose, "Show llama.cpp's log");

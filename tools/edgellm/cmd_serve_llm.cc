@@ -1,8 +1,9 @@
 // edgellm serve [-m MODEL] [--embedding-model MODEL] [--host H] [--port P] [--ctx N] [--threads T]
 // [--queue N] [--id NAME]: an OpenAI-compatible HTTP server over the local engine.
-// /v1/chat/completions (streamed over SSE or not), /v1/completions, /v1/models, /health; with an
-// embedding or rerank model also /v1/embeddings or /v1/rerank (serve_embed.cc). One generation at
-// a time; up to --queue requests wait their turn, more get 429. Runs until SIGINT or SIGTERM.
+// /v1/chat/completions (streamed over SSE or not), /v1/completions, /v1/models, /health,
+// /metrics (serve_metrics.h); with an embedding or rerank model also /v1/embeddings or
+// /v1/rerank (serve_embed.cc). One generation at a time; up to --queue requests wait their
+// turn, more get 429. Runs until SIGINT or SIGTERM.
 #include <pthread.h>
 #include <signal.h>
 
@@ -22,6 +23,7 @@
 #include "common.h"
 #include "http_serve.h"
 #include "serve_embed.h"
+#include "serve_metrics.h"
 #include "serve_request.h"
 
 namespace cli {
@@ -35,6 +37,7 @@ struct LlmServeArgs {
   MediaArgs media;                // --mmproj, --image-max-tokens
   MediaLimits media_limits;       // --max-media, --max-media-bytes
   std::string json_whitespace = "compact";  // --json-whitespace: a request's default
+  SpecArgs spec;                  // --spec, --spec-max, --spec-fixed: a request's default
   int port = 8080, ctx = -1, threads = -1, queue = 8, max_inputs = 2048;
   // Bounds on a client's schema or grammar (a request over one is a 400 naming it).
   edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
@@ -109,6 +112,9 @@ class LlmServer {
     s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(json{{"status", "ok"}, {"model", a_.id}}.dump(), "application/json");
     });
+    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_.Text(), "text/plain; version=0.0.4");
+    });
     s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       json data = json::array();
       if (model_) {
@@ -142,6 +148,7 @@ class LlmServer {
     std::string err;
     o->grammar_limits = a_.limits;
     edgellm::parse_json_whitespace(a_.json_whitespace, &o->json_whitespace);  // CLI11 checked it
+    (void)apply_spec(a_.spec, o.get());  // checked at startup
     if (!read_options(body, o.get(), &err)) {
       return send_error(res, 400, "invalid_request_error", err);
     }
@@ -214,7 +221,11 @@ class LlmServer {
     if (!stream) {
       auto gen = chat ? Reply(*request, *o, {}) : session_->Generate(*prompt, *o);
       gate_.Leave();
-      if (!gen.ok()) return send_error(res, 400, "invalid_request_error", gen.status().message());
+      if (!gen.ok()) {
+        metrics_.AddError();
+        return send_error(res, 400, "invalid_request_error", gen.status().message());
+      }
+      metrics_.Add(gen->stats);
       if (too_long(*gen)) {
         return send_error(res, 400, "context_length_exceeded", too_long_message());
       }
@@ -284,6 +295,11 @@ class LlmServer {
             }
           }
           gate_.Leave();
+          if (gen.ok()) {
+            metrics_.Add(gen->stats);
+          } else {
+            metrics_.AddError();
+          }
           if (ok) {
             if (gen.ok()) {
               // Tool calls: one delta each, whole (the arguments are known once they parse).
@@ -382,6 +398,7 @@ class LlmServer {
   std::unique_ptr<edgellm::Session> session_;
   EmbedRoutes* embed_;
   Turnstile gate_;
+  ServeMetrics metrics_;
   std::atomic<uint64_t> seq_{0};
   const int64_t created_ = std::time(nullptr);
 };
@@ -504,7 +521,12 @@ Action add_serve_llm(CLI::App& app) {
                   "json_whitespace does not say: compact (default: at most one space, no "
                   "newline), none, or free (newlines and indentation)")
       ->check(CLI::IsMember({"compact", "none", "free"}));
-  return [a] { return serve_llm(*a); };
+  add_spec_options(cmd, &a->spec);
+  return [a] {
+    edgellm::GenerateOptions probe;
+    if (edgellm::Status st = apply_spec(a->spec, &probe); !st.ok()) return fail(st);
+    return serve_llm(*a);
+  };
 }
 
 }  // namespace cli

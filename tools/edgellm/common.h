@@ -97,4 +97,16 @@ edgellm::Status apply_media(const MediaArgs& m, edgellm::LoadOptions* load,
 // " | media N (T tokens, decode D ms, encode E ms)" for a summary line; empty without media.
 std::string media_summary(const edgellm::Stats& s);
 
+// --spec SOURCES|off, --spec-max N, --spec-fixed (run, chat): speculative decoding's options
+// into the generation (spec_args.cc).
+struct SpecArgs {
+  std::string sources = "ngram,jump";
+  int32_t max_draft = 8;
+  bool fixed = false;
+};
+void add_spec_options(CLI::App* cmd, SpecArgs* s);
+edgellm::Status apply_spec(const SpecArgs& s, edgellm::GenerateOptions* go);
+// " | spec A/D kept (F forced), T tok/decode" for a summary line; empty when nothing was guessed.
+std::string spec_summary(const edgellm::Stats& s);
+
 }  // namespace cli

@@ -99,9 +99,48 @@ bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err
 
 }  // namespace
 
+// edgellm's `speculative`: false (off), true (the defaults) or {ngram, jump, max_draft,
+// adaptive}, each optional.
+bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string* err) {
+  if (!body.contains("speculative") || body["speculative"].is_null()) return true;
+  const json& v = body["speculative"];
+  edgellm::SpeculativeOptions& s = o->speculative;
+  if (v.is_boolean()) {
+    if (!v.get<bool>()) s.max_draft = 0;
+    return true;
+  }
+  if (!v.is_object()) {
+    *err = "speculative must be true, false or an object {ngram, jump, max_draft, adaptive}";
+    return false;
+  }
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& k = it.key();
+    const json& x = it.value();
+    if (k == "ngram" || k == "jump" || k == "adaptive") {
+      if (!x.is_boolean()) {
+        *err = "speculative." + k + " must be true or false";
+        return false;
+      }
+      (k == "ngram" ? s.ngram : k == "jump" ? s.jump : s.adaptive) = x.get<bool>();
+    } else if (k == "max_draft") {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 16) {
+        *err = "speculative.max_draft must be an integer from 0 (off) to 16";
+        return false;
+      }
+      s.max_draft = x.get<int32_t>();
+    } else {
+      *err = "speculative has no field '" + k.substr(0, 40) +
+             "': use ngram, jump, max_draft, adaptive";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool read_options(const json& body, edgellm::GenerateOptions* o, std::string* err) {
   if (!read_format(body, o, err)) return false;
   if (!read_tools(body, o, err)) return false;
+  if (!read_speculative(body, o, err)) return false;
   // Each sampling field checked for its JSON type first, so a wrong one is a 400 naming the
   // field and the type it wants (not a JSON library's exception text).
   auto present = [&](const char* k) { return body.contains(k) && !body[k].is_null(); };
@@ -388,10 +427,19 @@ json usage_json(const edgellm::Stats& s) {
   const int32_t prompt = s.n_prompt + s.n_cached;
   json details = {{"cached_tokens", s.n_cached}};
   if (s.n_media > 0) details["media_tokens"] = s.n_media_tokens;  // images' and audio's
+  // Speculation's guesses as OpenAI's predicted-output counts: kept and thrown away.
+  json completion = {{"accepted_prediction_tokens", s.spec_accepted},
+                     {"rejected_prediction_tokens", s.spec_drafted - s.spec_accepted}};
   return {{"prompt_tokens", prompt},
           {"completion_tokens", s.n_gen},
           {"total_tokens", prompt + s.n_gen},
-          {"prompt_tokens_details", std::move(details)}};
+          {"prompt_tokens_details", std::move(details)},
+          {"completion_tokens_details", std::move(completion)},
+          // edgellm's: the same, with the grammar's share and the decode calls.
+          {"speculative", {{"drafted", s.spec_drafted},
+                           {"accepted", s.spec_accepted},
+                           {"forced", s.spec_forced},
+                           {"decode_calls", s.decode_calls}}}};
 }
 
 }  // namespace cli

@@ -21,7 +21,8 @@ const char* finish_name(edgellm::FinishReason r);
 // Constrained output: `response_format` ({"type": "json_object"} or {"type": "json_schema",
 // "json_schema": {"schema": {...}}}), and llama-server's `json_schema` and `grammar` fields,
 // bounded by o->grammar_limits (set by the caller); edgellm's `json_whitespace` ("compact",
-// "none", "free") for the schema's and the tool calls' JSON.
+// "none", "free") for the schema's and the tool calls' JSON; edgellm's `speculative` (false,
+// true, or {ngram, jump, max_draft, adaptive}).
 bool read_options(const nlohmann::json& body, edgellm::GenerateOptions* o, std::string* err);
 
 // A chat request's messages: the leading system message apart, the rest as the history
@@ -44,7 +45,8 @@ bool read_tools(const nlohmann::json& body, edgellm::GenerateOptions* o, std::st
 // image_url (data: URLs only: a remote URL is refused) and input_audio, within `limits`.
 bool parse_messages(const nlohmann::json& body, const MediaLimits& limits, ChatRequest* r,
                     std::string* err);
-// usage, with prompt_tokens_details.cached_tokens.
+// usage, with prompt_tokens_details.cached_tokens, completion_tokens_details' accepted and
+// rejected prediction tokens (speculation's guesses) and edgellm's `speculative` counts.
 nlohmann::json usage_json(const edgellm::Stats& s);
 
 }  // namespace cli

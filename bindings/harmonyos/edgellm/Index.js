@@ -34,7 +34,8 @@ function emptyStats(queuedMs) {
     ttftMs: 0, nGen: 0, decodeMs: 0, decodeTps: 0,
     peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, grammarMs: 0,
     grammarResamples: 0, batches: 0, nMedia: 0, nMediaTokens: 0, mediaDecodeMs: 0,
-    mediaEncodeMs: 0, mediaChunksCached: 0,
+    mediaEncodeMs: 0, mediaChunksCached: 0, specDrafted: 0, specAccepted: 0, specForced: 0,
+    decodeCalls: 0,
     deliveryP50Us: 0, deliveryP99Us: 0, queuedMs, threadChanges: 0, minThreads: 0, pausedMs: 0,
     reloaded: false,
   };
@@ -44,7 +45,7 @@ function nativeGenerateOptions(o) {
   const out = {};
   for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'seed',
                    'chat', 'systemPrompt', 'history', 'reusePrefix', 'stop', 'batchTokens',
-                   'batchMs', 'ignoreEos', 'grammar', 'jsonWhitespace']) {
+                   'batchMs', 'ignoreEos', 'grammar', 'jsonWhitespace', 'speculative']) {
     if (o[k] !== undefined) out[k] = o[k];
   }
   // A JSON schema as an object (or its JSON text): the addon takes the text.

@@ -18,6 +18,7 @@
 #include "native_lora.h"
 #include "signals.h"
 #include "media_js.h"
+#include "spec_js.h"
 #include "napi_util.h"
 #include "worker.h"
 
@@ -287,7 +288,7 @@ bool parse_generate_options(napi_env env, napi_value o, GenerateOptions* go) {
       !opt_string(env, o, "jsonSchema", &go->json_schema) ||
       !opt_string(env, o, "toolChoice", &go->tool_choice) ||
       !opt_bool(env, o, "parallelToolCalls", &go->parallel_tool_calls) ||
-      !read_media(env, o, &go->media)) {
+      !read_media(env, o, &go->media) || !read_speculative(env, o, &go->speculative)) {
     return false;
   }
   // tools: [{name, description, parameters (JSON text)}] (index.js normalizes OpenAI's shape).
@@ -406,6 +407,7 @@ napi_value result_object(napi_env env, const Generation& g, double queued_ms,
   set(env, st, "minThreads", static_cast<double>(s.min_threads));
   set(env, st, "pausedMs", s.paused_ms);
   set_media_stats(env, st, s);
+  set_spec_stats(env, st, s);
   set(env, o, "stats", st);
   return o;
 }

@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// Speculative decoding against llama.cpp's own, through the HTTP API (issue 26): edgellm serve
+// (n-gram lookup + jump-forward, the default, and a request's `speculative: false`) and
+// llama-server (no speculation, `--spec-default` = ngram-mod, and `--spec-type ngram-simple`),
+// the same file, prompts, threads and context, greedy, through the official `openai` client.
+// Per prompt: decode tokens/s measured by the client (completion tokens over the request's
+// wall time; the prompt is cached after round 1 on both servers), the guesses kept, and whether
+// every side's text is the same. Sides alternate prompt by prompt. --json for one object.
+//   node bench/node/spec_bench.mjs [-m assets/edgellm-tiny-F32.gguf] [--rounds 3] [--reply 64]
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import OpenAI from "openai";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, "..", "..");
+const bin = (name) => path.join(repo, "build", "bin", name);
+const { values: opt } = parseArgs({
+  options: {
+    model: { type: "string", short: "m", default: path.join(repo, "assets", "edgellm-tiny-F32.gguf") },
+    threads: { type: "string", default: "2" },
+    ctx: { type: "string", default: "1024" },
+    reply: { type: "string", default: "64" },
+    rounds: { type: "string", default: "3" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+if (opt.help) {
+  console.log("usage: node bench/node/spec_bench.mjs [-m MODEL] [--threads 2] [--ctx 1024] " +
+              "[--reply 64] [--rounds 3] [--json]");
+  process.exit(0);
+}
+const log = (...a) => { if (!opt.json) console.error(...a); };
+// The committed model's tasks whose answers copy the prompt (docs/training.md).
+const prompts = [
+  "summary: Wang Fang will visit Chengdu on Friday and call Li Lei.",
+  "summary: Liu Yang will visit Shanghai on Sunday and call Chen Jing.",
+  "city: Zhang Wei flies to Hangzhou on Monday.",
+  "name: Chen Jing meets us in Wuhan tomorrow.",
+  "x=3; x=x+4; print(x)",
+];
+
+async function startServer(name, args, url) {
+  const child = spawn(bin(name), args, { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d) => { out += d; });
+  child.stderr.on("data", (d) => { err += d; });
+  const t0 = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited: ${err.slice(-2000)}`);
+    if (Date.now() - t0 > 120_000) throw new Error(`${name} did not start: ${err.slice(-2000)}`);
+    const u = url ?? (out.match(/http:\/\/[0-9.]+:\d+/) || [])[0];
+    if (u) {
+      try {
+        if ((await fetch(`${u}/health`)).ok) return { child, url: u };
+      } catch { /* not yet */ }
+    }
+    await sleep(200);
+  }
+}
+
+const common = ["-t", opt.threads, "-tb", opt.threads, "-c", opt.ctx, "-np", "1", "--jinja",
+                "--skip-chat-parsing"];
+const llamaSides = [["llama-server", []], ["llama-server --spec-default", ["--spec-default"]],
+                    ["llama-server ngram-simple", ["--spec-type", "ngram-simple"]]];
+const servers = [];
+const sides = [];
+try {
+  log("starting edgellm serve and three llama-servers ...");
+  const edge = await startServer("edgellm", ["serve", "-m", opt.model, "--port", "0", "--ctx", opt.ctx,
+                                             "--threads", opt.threads], null);
+  servers.push(edge.child);
+  const client = new OpenAI({ baseURL: `${edge.url}/v1`, apiKey: "none" });
+  sides.push({ name: "edgellm", client, extra: {} });
+  sides.push({ name: "edgellm off", client, extra: { speculative: false } });
+  for (const [name, args] of llamaSides) {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const url = `http://127.0.0.1:${port}`;
+    const s = await startServer("llama-server", ["-m", opt.model, "--port", String(port), ...common, ...args], url);
+    servers.push(s.child);
+    sides.push({ name, client: new OpenAI({ baseURL: `${url}/v1`, apiKey: "none" }), extra: {} });
+  }
+  const tally = Object.fromEntries(sides.map((s) => [s.name, { tps: [], tokens: 0, kept: 0, drafted: 0 }]));
+  let differ = 0;
+  for (let r = 0; r < Number(opt.rounds); r++) {
+    for (const [i, p] of prompts.entries()) {
+      const order = (r + i) % 2 === 0 ? sides : [...sides].reverse();
+      const texts = {};
+      for (const s of order) {
+        const t0 = performance.now();
+        const res = await s.client.chat.completions.create({
+          model: "bench", messages: [{ role: "user", content: p }], temperature: 0,
+          max_tokens: Number(opt.reply), ...s.extra,
+        });
+        const ms = performance.now() - t0;
+        const n = res.usage.completion_tokens;
+        const t = tally[s.name];
+        if (r > 0) t.tps.push(n * 1000 / ms);  // round 1 prefills the prompt
+        t.tokens += n;
+        t.kept += res.usage.speculative?.accepted ?? res.timings?.draft_n_accepted ?? 0;
+        t.drafted += res.usage.speculative?.drafted ?? res.timings?.draft_n ?? 0;
+        texts[s.name] = res.choices[0].message.content;
+      }
+      if (new Set(Object.values(texts)).size !== 1) {
+        differ++;
+        log(`  "${p}": the texts differ: ${JSON.stringify(texts)}`);
+      }
+    }
+  }
+  const med = (xs) => { const v = [...xs].sort((a, b) => a - b); const n = v.length;
+                        return n === 0 ? 0 : n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2; };
+  const result = { model: opt.model, threads: Number(opt.threads), rounds: Number(opt.rounds),
+                   prompts: prompts.length, texts_differ: differ, sides: {} };
+  const ref = med(tally["llama-server --spec-default"].tps);
+  for (const s of sides) {
+    const t = tally[s.name];
+    result.sides[s.name] = { tps: med(t.tps), tokens: t.tokens, drafted: t.drafted, kept: t.kept,
+                             vs_llama_spec_default: med(t.tps) / ref };
+    log(`  ${s.name.padEnd(28)} ${med(t.tps).toFixed(1).padStart(8)} tok/s  kept ${t.kept}/${t.drafted}  ` +
+        `x${(med(t.tps) / ref).toFixed(3)} of llama-server --spec-default`);
+  }
+  log(differ === 0 ? "  every side's text is the same" : `  ${differ} prompts gave different texts`);
+  if (opt.json) console.log(JSON.stringify(result, null, 2));
+} finally {
+  for (const c of servers) c.kill("SIGTERM");
+}

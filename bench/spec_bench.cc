@@ -1,0 +1,235 @@
+// edgellm-specbench: what speculative decoding gains, side by side in one run (greedy, the
+// same prompts, speculation on and off alternating round by round, medians):
+//
+//  1. Jump-forward (--model, e.g. the 1.5B-shape fixture): a schema-heavy extraction answer
+//     (10 keys) decoded with jump-forward, without it, and unconstrained; tok/s and ratios.
+//  2. JSON whitespace (--model): compact vs free, tokens per answer and tok/s, for the
+//     extraction schema and a tool call.
+//  3. Prose with nothing to copy (--model, sampled at temperature 0.8 so no n-gram repeats):
+//     speculation on (adaptive) vs off; the goal is >= 0.97x.
+//  4. N-gram lookup on input-grounded work (--committed: the committed model's extraction,
+//     summary and code tasks, whose answers copy the prompt): tok/s on vs off, acceptance.
+//
+// Every "on" text is checked against its "off" text (greedy): a difference is reported.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "edgellm/edgellm.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* kExtraction = R"({"type":"object","properties":{
+  "name":{"type":"string","maxLength":16},"city":{"type":"string","maxLength":16},
+  "country":{"type":"string","maxLength":16},"date":{"type":"string","maxLength":10},
+  "time":{"type":"string","maxLength":5},"intent":{"enum":["book","cancel","ask","change"]},
+  "seats":{"type":"integer","minimum":1,"maximum":9},"window":{"type":"boolean"},
+  "meal":{"enum":["none","veg","halal","kids"]},"confirmed":{"type":"boolean"}},
+  "required":["name","city","country","date","time","intent","seats","window","meal","confirmed"],
+  "additionalProperties":false})";
+
+struct Args {
+  std::string model, committed;
+  int threads = 2, tokens = 160, rounds = 3;
+  bool json = false;
+};
+
+struct Measure {
+  std::vector<double> tps;
+  double tokens = 0, drafted = 0, accepted = 0, forced = 0, calls = 0;
+  int runs = 0, mismatches = 0;
+  void Add(const edgellm::Generation& g) {
+    tps.push_back(g.stats.decode_tps);
+    tokens += g.stats.n_gen;
+    drafted += g.stats.spec_drafted;
+    accepted += g.stats.spec_accepted;
+    forced += g.stats.spec_forced;
+    calls += g.stats.decode_calls;
+    ++runs;
+  }
+  double median_tps() const { return bench::median(tps); }
+  json Json() const {
+    return {{"decode_tps", median_tps()},
+            {"tokens_per_answer", runs ? tokens / runs : 0},
+            {"drafted", drafted},
+            {"accepted", accepted},
+            {"forced", forced},
+            {"acceptance", drafted > 0 ? accepted / drafted : 0},
+            {"tokens_per_decode", calls > 0 ? tokens / calls : 0},
+            {"mismatches", mismatches}};
+  }
+};
+
+edgellm::GenerateOptions base(int tokens, bool spec) {
+  edgellm::GenerateOptions o;
+  o.temperature = 0;
+  o.max_tokens = tokens;
+  o.chat = true;
+  if (!spec) o.speculative.max_draft = 0;
+  return o;
+}
+
+bool gen(edgellm::Session& s, const std::string& p, const edgellm::GenerateOptions& o,
+         edgellm::Generation* out) {
+  auto r = s.Generate(p, o);
+  if (!r.ok()) {
+    std::fprintf(stderr, "edgellm-specbench: %s\n", r.status().ToString().c_str());
+    return false;
+  }
+  *out = std::move(r.value());
+  return true;
+}
+
+std::unique_ptr<edgellm::Session> session_for(const edgellm::Model& m, int threads) {
+  edgellm::SessionOptions so;
+  so.n_threads = threads;
+  so.n_ctx = 2048;
+  auto s = edgellm::Session::Create(m, so);
+  if (!s.ok()) {
+    std::fprintf(stderr, "edgellm-specbench: %s\n", s.status().ToString().c_str());
+    return nullptr;
+  }
+  return std::move(s.value());
+}
+
+// `variants` measured on `prompts`, round by round; variant 0 is the reference text.
+bool compare(edgellm::Session& s, const std::vector<std::string>& prompts,
+             const std::vector<edgellm::GenerateOptions>& variants, int rounds,
+             std::vector<Measure>* out) {
+  out->assign(variants.size(), Measure{});
+  for (int r = 0; r < rounds; ++r) {
+    for (const std::string& p : prompts) {
+      std::string reference;
+      for (size_t v = 0; v < variants.size(); ++v) {
+        edgellm::Generation g;
+        if (!gen(s, p, variants[v], &g)) return false;
+        (*out)[v].Add(g);
+        if (v == 0) reference = g.text;
+        if (v > 0 && variants[v].temperature == 0 && variants[v].json_schema ==
+            variants[0].json_schema && g.text != reference) {
+          ++(*out)[v].mismatches;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+int run(const Args& a) {
+  json report = json::object();
+  auto print = [&](const char* what, const std::vector<std::string>& names,
+                   const std::vector<Measure>& m) {
+    json j = json::object();
+    for (size_t i = 0; i < m.size(); ++i) j[names[i]] = m[i].Json();
+    report[what] = j;
+    if (a.json) return;
+    std::printf("%s\n", what);
+    for (size_t i = 0; i < m.size(); ++i) {
+      std::printf("  %-14s %7.2f tok/s  %6.1f tok/answer  %5.2f tok/decode  kept %4.0f/%-4.0f "
+                  "(%3.0f forced)  x%.3f%s\n", names[i].c_str(), m[i].median_tps(),
+                  m[i].runs ? m[i].tokens / m[i].runs : 0,
+                  m[i].calls > 0 ? m[i].tokens / m[i].calls : 0, m[i].accepted, m[i].drafted,
+                  m[i].forced, m[0].median_tps() > 0 ? m[i].median_tps() / m[0].median_tps() : 0,
+                  m[i].mismatches ? "  TEXT DIFFERS" : "");
+    }
+  };
+  if (!a.model.empty()) {
+    auto model = edgellm::Model::Load(a.model);
+    if (!model.ok()) {
+      std::fprintf(stderr, "edgellm-specbench: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    auto s = session_for(**model, a.threads);
+    if (!s) return 1;
+    const std::vector<std::string> asks = {
+        "Book for Wang Fang: Chengdu, China, 2026-12-18 at 08:30, two seats, window, veg meal.",
+        "Li Lei cancels his Beijing trip on 2027-01-04 at 19:05, one seat, no meal."};
+    // 1. Jump-forward.
+    edgellm::GenerateOptions off = base(a.tokens, false), jump = base(a.tokens, true),
+                             free_run = base(a.tokens, false);
+    off.json_schema = jump.json_schema = kExtraction;
+    jump.speculative.ngram = false;
+    free_run.ignore_eos = true;  // the same number of tokens, nothing constrained
+    std::vector<Measure> m;
+    if (!compare(*s, asks, {off, jump, free_run}, a.rounds, &m)) return 1;
+    print("jump-forward (extraction schema, 10 keys)", {"constrained", "jump-forward",
+          "unconstrained"}, m);
+    // 2. Whitespace: compact (the default) vs free, with and without speculation.
+    edgellm::GenerateOptions compact = off, loose = off, loose_jump = jump;
+    loose.json_whitespace = loose_jump.json_whitespace = edgellm::JsonWhitespace::kFree;
+    if (!compare(*s, asks, {compact, loose, jump, loose_jump}, a.rounds, &m)) return 1;
+    print("JSON whitespace (extraction schema)", {"compact", "free", "compact+jump",
+          "free+jump"}, m);
+    edgellm::ToolSpec tool;
+    tool.name = "book_flight";
+    tool.description = "Book a flight";
+    tool.parameters = R"({"type":"object","properties":{"city":{"type":"string","maxLength":16},
+        "date":{"type":"string","maxLength":10},"seats":{"type":"integer","minimum":1,
+        "maximum":9}},"required":["city","date","seats"]})";
+    edgellm::GenerateOptions t_compact = base(a.tokens, false);
+    t_compact.tools = {tool};
+    t_compact.tool_choice = "required";
+    edgellm::GenerateOptions t_free = t_compact, t_jump = t_compact;
+    t_free.json_whitespace = edgellm::JsonWhitespace::kFree;
+    t_jump.speculative = edgellm::SpeculativeOptions{};
+    if (!compare(*s, asks, {t_compact, t_free, t_jump}, a.rounds, &m)) return 1;
+    print("JSON whitespace (a required tool call)", {"compact", "free", "compact+spec"}, m);
+    // 3. Prose, sampled: nothing repeats, so speculation must cost nothing.
+    edgellm::GenerateOptions p_off = base(a.tokens, false), p_on = base(a.tokens, true);
+    p_off.temperature = p_on.temperature = 0.8f;
+    p_off.ignore_eos = p_on.ignore_eos = true;
+    if (!compare(*s, {"Write a short story about a lighthouse keeper."}, {p_off, p_on},
+                 a.rounds * 2, &m)) {
+      return 1;
+    }
+    print("prose, temperature 0.8 (goal >= 0.97x)", {"off", "on"}, m);
+  }
+  if (!a.committed.empty()) {
+    auto model = edgellm::Model::Load(a.committed);
+    if (!model.ok()) {
+      std::fprintf(stderr, "edgellm-specbench: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    auto s = session_for(**model, a.threads);
+    if (!s) return 1;
+    // 4. Tasks whose answers copy the prompt.
+    const std::vector<std::string> tasks = {
+        "summary: Wang Fang will visit Chengdu on Friday and call Li Lei.",
+        "city: Zhang Wei flies to Hangzhou on Monday.",
+        "name: Chen Jing meets us in Wuhan tomorrow.", "x=3; x=x+4; print(x)",
+        "summary: Liu Yang will visit Shanghai on Sunday and call Chen Jing."};
+    edgellm::GenerateOptions off = base(64, false), on = base(64, true);
+    std::vector<Measure> m;
+    if (!compare(*s, tasks, {off, on}, a.rounds, &m)) return 1;
+    print("n-gram lookup, the committed model's copying tasks", {"off", "on"}, m);
+  }
+  if (a.json) std::printf("%s\n", report.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"edgellm-specbench: speculative decoding (jump-forward, n-gram) vs plain decode"};
+  Args a;
+  app.add_option("-m,--model", a.model, "GGUF for jump-forward, whitespace and prose (e.g. the "
+                                        "1.5B-shape fixture)");
+  app.add_option("--committed", a.committed, "the committed model, for the copying tasks");
+  app.add_option("--threads", a.threads, "threads (default 2)")->check(CLI::Range(1, 256));
+  app.add_option("-n,--tokens", a.tokens, "tokens per answer at most (default 160)")
+      ->check(CLI::Range(8, 4096));
+  app.add_option("--rounds", a.rounds, "rounds (default 3)")->check(CLI::Range(1, 100));
+  app.add_flag("--json", a.json, "one JSON report");
+  CLI11_PARSE(app, argc, argv);
+  if (a.model.empty() && a.committed.empty()) {
+    std::fprintf(stderr, "edgellm-specbench: pass --model FILE and/or --committed FILE\n");
+    return 2;
+  }
+  return run(a);
+}

@@ -1,0 +1,151 @@
+#include "engine/speculator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/model_impl.h"
+
+namespace edgellm::engine {
+
+namespace {
+
+constexpr int32_t kMaxDraft = kMaxDraftTokens;
+constexpr double kAlpha = 0.15;  // weight of the newest sample in the moving averages
+// Steps in a row with a guess not taken before one small guess is checked anyway, so that a
+// source whose acceptance fell (or a cost that rose) is measured again.
+constexpr int32_t kExploreEvery = 16;
+constexpr int32_t kExploreSize = 2;
+
+double ema(double old, double sample) { return old + kAlpha * (sample - old); }
+
+}  // namespace
+
+Status validate_speculative(const SpeculativeOptions& o) {
+  if (o.max_draft < 0 || o.max_draft > kMaxDraft) {
+    return Status::InvalidArgument("speculative.max_draft is " + std::to_string(o.max_draft) +
+                                   ": use 0 (off) to " + std::to_string(kMaxDraft));
+  }
+  if (o.ngram_min < 1 || o.ngram_min > 8) {
+    return Status::InvalidArgument("speculative.ngram_min is " + std::to_string(o.ngram_min) +
+                                   ": use 1 to 8");
+  }
+  if (o.ngram_max < o.ngram_min || o.ngram_max > 8) {
+    return Status::InvalidArgument("speculative.ngram_max is " + std::to_string(o.ngram_max) +
+                                   ": use ngram_min (" + std::to_string(o.ngram_min) +
+                                   ") to 8");
+  }
+  return Status::Ok();
+}
+
+std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, int32_t n_min,
+                                     int32_t n_max, int32_t room, int32_t n_vocab) {
+  std::vector<llama_token> out;
+  const int64_t size = static_cast<int64_t>(history.size());
+  if (room <= 0) return out;
+  for (int64_t n = std::min<int64_t>(n_max, size - 1); n >= n_min; --n) {
+    const llama_token* tail = history.data() + size - n;
+    bool usable = true;  // a tail with a media placeholder matches nothing worth guessing
+    for (int64_t i = 0; i < n; ++i) usable = usable && tail[i] >= 0 && tail[i] < n_vocab;
+    if (!usable) continue;
+    // The most recent earlier occurrence: starts from size - n - 1 down to 0.
+    for (int64_t s = size - n - 1; s >= 0; --s) {
+      if (!std::equal(tail, tail + n, history.data() + s)) continue;
+      for (int64_t j = s + n; j < size && static_cast<int32_t>(out.size()) < room; ++j) {
+        if (history[j] < 0 || history[j] >= n_vocab) break;
+        out.push_back(history[j]);
+      }
+      if (!out.empty()) return out;
+    }
+  }
+  return out;
+}
+
+void DecodeCost::Record(int32_t batch, double ms) {
+  if (batch < 1 || !(ms > 0)) return;
+  if (batch == 1) {
+    one_ms_ = one_ms_ == 0 ? ms : ema(one_ms_, ms);
+    return;
+  }
+  if (one_ms_ == 0) return;  // nothing to compare with yet
+  const double sample = std::clamp((ms / one_ms_ - 1.0) / (batch - 1), 0.0, 2.0);
+  slope_ = ema(slope_, sample);
+}
+
+Speculator::Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
+                       bool enabled)
+    : o_(o),
+      vocab_(vocab),
+      n_vocab_(n_vocab),
+      enabled_(enabled && o.max_draft > 0 && (o.ngram || o.jump)) {}
+
+const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>& cached,
+                                                  llama_token pending, TokenSampler& sampler,
+                                                  int32_t room, int32_t* n_forced) {
+  draft_.clear();
+  *n_forced = 0;
+  room = std::min(room, o_.max_draft);
+  if (!enabled_ || room <= 0) return draft_;
+  if (o_.jump && sampler.constrained()) {
+    // A token is rarely longer than 16 bytes: enough forced text for `room` tokens.
+    const std::string text = sampler.ForcedText(vocab_, static_cast<size_t>(room) * 16);
+    if (!text.empty()) {
+      Result<std::vector<int32_t>> t = tokenize(vocab_, text, false, /*parse_special=*/false);
+      if (t.ok()) {
+        for (int32_t tok : *t) {
+          if (static_cast<int32_t>(draft_.size()) >= room) break;
+          draft_.push_back(tok);
+        }
+      }
+      *n_forced = static_cast<int32_t>(draft_.size());
+    }
+  }
+  if (o_.ngram && static_cast<int32_t>(draft_.size()) < room) {
+    history_.assign(cached.begin(), cached.end());
+    history_.push_back(pending);
+    history_.insert(history_.end(), draft_.begin(), draft_.end());
+    const std::vector<llama_token> more =
+        ngram_draft(history_, o_.ngram_min, o_.ngram_max,
+                    room - static_cast<int32_t>(draft_.size()), n_vocab_);
+    draft_.insert(draft_.end(), more.begin(), more.end());
+  }
+  draft_.resize(static_cast<size_t>(Choose(*n_forced, static_cast<int32_t>(draft_.size()))));
+  *n_forced = std::min(*n_forced, static_cast<int32_t>(draft_.size()));
+  return draft_;
+}
+
+int32_t Speculator::Choose(int32_t n_forced, int32_t n_total) {
+  if (n_total == 0 || !o_.adaptive) return n_total;
+  // Expected tokens from one decode that checks k guesses: 1 (the model's own next token)
+  // plus, for each guess, the chance that it and all before it are kept. Per unit of cost.
+  double best = 1.0 / cost_.Relative(1), expected = 1.0, p = 1.0;
+  int32_t best_k = 0;
+  for (int32_t k = 1; k <= n_total; ++k) {
+    p *= k <= n_forced ? accept_forced_ : accept_ngram_;
+    expected += p;
+    const double rate = expected / cost_.Relative(k + 1);
+    if (rate > best) {
+      best = rate;
+      best_k = k;
+    }
+  }
+  if (best_k > 0) {
+    idle_ = 0;
+    return best_k;
+  }
+  if (++idle_ < kExploreEvery) return 0;
+  idle_ = 0;
+  return std::min(n_total, kExploreSize);
+}
+
+void Speculator::Record(int32_t batch, double ms, int32_t drafted, int32_t forced,
+                        int32_t accepted) {
+  cost_.Record(batch, ms);
+  // Each guess whose predecessors were all kept tells whether this one is: up to the first
+  // rejection.
+  for (int32_t i = 0; i < drafted && i <= accepted; ++i) {
+    double& a = i < forced ? accept_forced_ : accept_ngram_;
+    a = ema(a, i < accepted ? 1.0 : 0.0);
+  }
+}
+
+}  // namespace edgellm::engine

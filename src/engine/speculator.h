@@ -1,0 +1,83 @@
+// Speculator: the guesses TokenGenerator checks with each decode (speculative decoding), and
+// how many are worth checking. Sources: the grammar's forced text (jump-forward), then n-gram
+// lookup over the context (prompt lookup decoding). Adaptive: every guessed position is scored
+// (kept or not, per source), every decode is timed by its batch size, and a step guesses the k
+// tokens that give the most tokens per unit of decode time by those two measures (none when
+// plain decode wins), so a generation where nothing matches runs as plain decode.
+//
+// Why edgellm's own n-gram lookup and not llama.cpp common's common_speculative: common's
+// drafts keep their own copy of the prompt and take calls per sequence, around a server's
+// batch of slots; the session already holds the exact token list of its KV cache (prompt,
+// history, reply, media placeholders) and cuts it on every rejection, so a lookup over that
+// list needs no second state to keep in step, and costs one backwards scan per step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "edgellm/session.h"
+#include "engine/sampler.h"
+
+namespace edgellm::engine {
+
+// Checks o.speculative: kInvalidArgument naming the bad field.
+Status validate_speculative(const SpeculativeOptions& o);
+
+// The longest match of the last n tokens of `history` (n from `n_max` down to `n_min`) at an
+// earlier place in it, most recent first: up to `room` of the tokens that followed, stopping
+// before any outside [0, n_vocab) (media placeholders). Empty when nothing matches.
+std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, int32_t n_min,
+                                     int32_t n_max, int32_t room, int32_t n_vocab);
+
+// The decode cost model: ms(batch) = one * (1 + slope * (batch - 1)), both measured as
+// exponential moving averages (slope starts at a guess of 0.1 until a batch is timed).
+class DecodeCost {
+ public:
+  void Record(int32_t batch, double ms);
+  // Relative cost of a batch of `batch` tokens (1 for one token).
+  double Relative(int32_t batch) const { return 1.0 + slope_ * (batch - 1); }
+  double one_ms() const { return one_ms_; }
+  double slope() const { return slope_; }
+
+ private:
+  double one_ms_ = 0;   // 0 until a one-token decode is timed
+  double slope_ = 0.1;  // extra cost of each further token, relative to one
+};
+
+class Speculator {
+ public:
+  // `enabled`: whether this context may speculate at all (a memory that can cut its cells, a
+  // batch of more than one token).
+  Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
+             bool enabled);
+
+  bool enabled() const { return enabled_; }
+  // The guess after the tokens in the cache (`cached`) and `pending` (sampled, not decoded),
+  // at most `room` tokens. `sampler`'s grammar (already past `pending`) gives the forced text.
+  // Sets *n_forced to how many of the guess's first tokens are the grammar's.
+  const std::vector<llama_token>& Draft(const std::vector<llama_token>& cached,
+                                        llama_token pending, TokenSampler& sampler, int32_t room,
+                                        int32_t* n_forced);
+  // After a decode of `batch` tokens that took `ms`: of a guess of `drafted` tokens
+  // (`forced` of them first, from the grammar), the first `accepted` were kept.
+  void Record(int32_t batch, double ms, int32_t drafted, int32_t forced, int32_t accepted);
+
+  const DecodeCost& cost() const { return cost_; }
+  double accept_forced() const { return accept_forced_; }
+  double accept_ngram() const { return accept_ngram_; }
+
+ private:
+  // How many of a guess of `n_total` tokens (`n_forced` first) to check.
+  int32_t Choose(int32_t n_forced, int32_t n_total);
+
+  SpeculativeOptions o_;
+  const llama_vocab* vocab_;
+  int32_t n_vocab_;
+  bool enabled_;
+  DecodeCost cost_;
+  double accept_forced_ = 0.9, accept_ngram_ = 0.6;  // EMA of P(kept | the ones before kept)
+  int32_t idle_ = 0;  // steps in a row that had a guess and checked none
+  std::vector<llama_token> history_, draft_;
+};
+
+}  // namespace edgellm::engine
