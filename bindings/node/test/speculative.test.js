@@ -126,8 +126,8 @@ test('serve reports speculation in usage and /metrics; a request can turn it off
       usage = chunk.usage ?? usage;
     }
     assert.equal(text, on.choices[0].message.content);
-    // The same text; how many guesses were checked follows the measured decode cost, which
-    // the session keeps learning, so the counts may differ from the first request's.
+    // The same text; how many guesses are checked follows the decode times each request
+    // measures for itself (adaptive), so the counts may differ from the first request's.
     const v = usage.speculative;
     assert.ok(v.forced > 0 && v.accepted <= v.drafted, JSON.stringify(v));
 
