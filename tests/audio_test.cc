@@ -46,7 +46,7 @@ Model* audio_model() {
 std::unique_ptr<Session> new_session() {
   SessionOptions so;
   so.n_ctx = 1024;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.warmup = false;
   auto s = Session::Create(*audio_model(), so);
   EXPECT_TRUE(s.ok()) << s.status().ToString();

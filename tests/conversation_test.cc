@@ -33,7 +33,7 @@ GenerateOptions Greedy(int n) {
 
 std::unique_ptr<Session> NewSession(const Model& model, int32_t n_ctx, bool shift = true) {
   SessionOptions so;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.n_ctx = n_ctx;
   so.context_shift = shift;
   auto s = Session::Create(model, so);

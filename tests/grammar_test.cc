@@ -23,7 +23,7 @@ class GrammarTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m.value()).release();
     SessionOptions so;
-    so.n_threads = 2;
+    so.n_threads = 1;
     so.n_ctx = 1024;
     auto s = Session::Create(*model_, so);
     ASSERT_TRUE(s.ok()) << s.status().ToString();

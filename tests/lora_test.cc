@@ -35,7 +35,7 @@ class LoraTest : public ::testing::Test {
   }
   static std::unique_ptr<Session> NewSession() {
     SessionOptions so;
-    so.n_threads = 2;
+    so.n_threads = 1;
     so.n_ctx = 256;
     auto s = Session::Create(*model_, so);
     EXPECT_TRUE(s.ok()) << s.status().ToString();

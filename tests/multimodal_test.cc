@@ -117,7 +117,7 @@ Result<Generation> edgellm_generate(const std::string& prompt, std::vector<Media
   if (keep) *keep = model.get();
   SessionOptions so;
   so.n_ctx = 2048;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.warmup = false;
   auto s = Session::Create(*model, so);
   if (!s.ok()) return s.status();
@@ -147,11 +147,11 @@ std::string reference_sampled(const std::string& formatted, const std::string& i
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = 2048;
   cp.n_batch = 2048;
-  cp.n_threads = cp.n_threads_batch = 2;
+  cp.n_threads = cp.n_threads_batch = 1;
   llama_context* ctx = llama_init_from_model(model, cp);
   mtmd_context_params mcp = mtmd_context_params_default();
   mcp.use_gpu = false;
-  mcp.n_threads = 2;
+  mcp.n_threads = 1;
   mcp.warmup = false;
   mcp.print_timings = false;
   mcp.image_max_tokens = 64;

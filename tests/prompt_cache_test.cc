@@ -43,7 +43,7 @@ Stack Open(const std::string& path, int32_t n_ctx = 1024) {
   if (!m.ok()) return st;
   st.model = std::move(*m);
   SessionOptions so;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.n_ctx = n_ctx;
   auto s = Session::Create(*st.model, so);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -308,7 +308,7 @@ TEST_F(PromptCacheTest, EveryDamagedCacheFileIsRefusedAndRecomputed) {
     testutil::write_file(good_path, bytes);
     Stack a;
     SessionOptions so;
-    so.n_threads = 2;
+    so.n_threads = 1;
     so.n_ctx = 1024;
     auto made = Session::Create(*shared.model, so);
     ASSERT_TRUE(made.ok()) << made.status().ToString();

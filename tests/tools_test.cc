@@ -45,7 +45,7 @@ Loaded load(const std::string& path) {
   if (!m.ok()) return l;
   l.model = std::move(m.value());
   SessionOptions so;
-  so.n_threads = 2;
+  so.n_threads = 1;
   so.n_ctx = 1024;
   auto s = Session::Create(*l.model, so);
   EXPECT_TRUE(s.ok()) << s.status().ToString();

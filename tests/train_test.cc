@@ -196,7 +196,7 @@ TEST(Train, SameOptionsGiveTheSameFile) {
   o.n_ff = 64;
   o.items_per_task = 60;
   o.epochs = 2;
-  o.n_threads = 2;
+  o.n_threads = 1;
   o.output = dir + "/a.gguf";
   ASSERT_TRUE(train_model(o).ok());
   o.output = dir + "/b.gguf";
@@ -222,7 +222,7 @@ TEST(Train, BlasAndCpuKernelsTrainAlike) {
   o.n_ff = 128;
   o.items_per_task = 60;
   o.epochs = 2;
-  o.n_threads = 2;
+  o.n_threads = 1;
   o.use_blas = true;
   o.output = dir + "/blas.gguf";
   auto blas = train_model(o);
@@ -268,7 +268,7 @@ TEST(Train, DirectGraphMatchesLlamaCppAndBeatsLlamaOpt) {
   o.items_per_task = 20;
   o.epochs = 30;
   o.lr = 3e-3f;
-  o.n_threads = 2;
+  o.n_threads = 1;
   o.prompt_loss_weight = 1;  // plain language modelling, as llama_opt does
   auto direct = train_model(o);
   ASSERT_TRUE(direct.ok()) << direct.status().ToString();
