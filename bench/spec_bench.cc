@@ -9,6 +9,10 @@
 //     speculation on (adaptive) vs off; the goal is >= 0.97x.
 //  4. N-gram lookup on input-grounded work (--committed: the committed model's extraction,
 //     summary and code tasks, whose answers copy the prompt): tok/s on vs off, acceptance.
+//  5. A draft model: --draft FILE drafts for --model on the prose (random-weight fixtures
+//     never agree: what a draft that guesses wrong costs with the adaptation on);
+//     --committed-draft FILE (e.g. the committed model's own Q8_0 quantization) drafts for
+//     --committed on its tasks: off, draft alone, all sources.
 //
 // Every "on" text is checked against its "off" text (greedy): a difference is reported.
 #include <CLI/CLI.hpp>
@@ -35,20 +39,21 @@ const char* kExtraction = R"({"type":"object","properties":{
   "additionalProperties":false})";
 
 struct Args {
-  std::string model, committed;
+  std::string model, committed, draft, committed_draft;
   int threads = 2, tokens = 160, rounds = 3;
   bool json = false;
 };
 
 struct Measure {
   std::vector<double> tps;
-  double tokens = 0, drafted = 0, accepted = 0, forced = 0, calls = 0;
+  double tokens = 0, drafted = 0, accepted = 0, forced = 0, calls = 0, draft_ms = 0;
   int runs = 0, mismatches = 0;
   void Add(const edgellm::Generation& g) {
     tps.push_back(g.stats.decode_tps);
     tokens += g.stats.n_gen;
     drafted += g.stats.spec_drafted;
     accepted += g.stats.spec_accepted;
+    draft_ms += g.stats.spec_draft_ms;
     forced += g.stats.spec_forced;
     calls += g.stats.decode_calls;
     ++runs;
@@ -62,6 +67,7 @@ struct Measure {
             {"forced", forced},
             {"acceptance", drafted > 0 ? accepted / drafted : 0},
             {"tokens_per_decode", calls > 0 ? tokens / calls : 0},
+            {"draft_model_ms_per_answer", runs ? draft_ms / runs : 0},
             {"mismatches", mismatches}};
   }
 };
@@ -86,10 +92,12 @@ bool gen(edgellm::Session& s, const std::string& p, const edgellm::GenerateOptio
   return true;
 }
 
-std::unique_ptr<edgellm::Session> session_for(const edgellm::Model& m, int threads) {
+std::unique_ptr<edgellm::Session> session_for(const edgellm::Model& m, int threads,
+                                              const edgellm::Model* draft = nullptr) {
   edgellm::SessionOptions so;
   so.n_threads = threads;
-  so.n_ctx = 2048;
+  so.n_ctx = -1;  // min(the model's training context, 2048)
+  so.draft_model = draft;
   auto s = edgellm::Session::Create(m, so);
   if (!s.ok()) {
     std::fprintf(stderr, "edgellm-specbench: %s\n", s.status().ToString().c_str());
@@ -189,6 +197,22 @@ int run(const Args& a) {
       return 1;
     }
     print("prose, temperature 0.8 (goal >= 0.97x)", {"off", "on"}, m);
+    if (!a.draft.empty()) {
+      auto d = edgellm::Model::Load(a.draft);
+      if (!d.ok()) {
+        std::fprintf(stderr, "edgellm-specbench: %s\n", d.status().ToString().c_str());
+        return 1;
+      }
+      auto sd = session_for(**model, a.threads, d->get());
+      if (!sd) return 1;
+      edgellm::GenerateOptions d_on = p_on;
+      d_on.speculative.ngram = d_on.speculative.jump = false;
+      if (!compare(*sd, {"Write a short story about a lighthouse keeper."}, {p_off, d_on},
+                   a.rounds * 2, &m)) {
+        return 1;
+      }
+      print("prose, temperature 0.8, the draft model (goal >= 0.97x)", {"off", "draft"}, m);
+    }
   }
   if (!a.committed.empty()) {
     auto model = edgellm::Model::Load(a.committed);
@@ -208,6 +232,19 @@ int run(const Args& a) {
     std::vector<Measure> m;
     if (!compare(*s, tasks, {off, on}, a.rounds, &m)) return 1;
     print("n-gram lookup, the committed model's copying tasks", {"off", "on"}, m);
+    if (!a.committed_draft.empty()) {
+      auto d = edgellm::Model::Load(a.committed_draft);
+      if (!d.ok()) {
+        std::fprintf(stderr, "edgellm-specbench: %s\n", d.status().ToString().c_str());
+        return 1;
+      }
+      auto sd = session_for(**model, a.threads, d->get());
+      if (!sd) return 1;
+      edgellm::GenerateOptions d_only = on;
+      d_only.speculative.ngram = d_only.speculative.jump = false;
+      if (!compare(*sd, tasks, {off, d_only, on}, a.rounds, &m)) return 1;
+      print("draft model, the committed model's tasks", {"off", "draft", "all"}, m);
+    }
   }
   if (a.json) std::printf("%s\n", report.dump(2).c_str());
   return 0;
@@ -221,6 +258,9 @@ int main(int argc, char** argv) {
   app.add_option("-m,--model", a.model, "GGUF for jump-forward, whitespace and prose (e.g. the "
                                         "1.5B-shape fixture)");
   app.add_option("--committed", a.committed, "the committed model, for the copying tasks");
+  app.add_option("--draft", a.draft, "a draft model for --model (same tokenizer)");
+  app.add_option("--committed-draft", a.committed_draft,
+                 "a draft model for --committed (e.g. its Q8_0 quantization)");
   app.add_option("--threads", a.threads, "threads (default 2)")->check(CLI::Range(1, 256));
   app.add_option("-n,--tokens", a.tokens, "tokens per answer at most (default 160)")
       ->check(CLI::Range(8, 4096));

@@ -28,6 +28,11 @@ export interface LoadOptions {
   /** At most this many tokens per image (smaller: faster encoding, less context). Default:
    * the projector's own limit (SmolVLM: 17 tiles of 64). */
   imageMaxTokens?: number;
+  /** A draft model for speculative decoding: a smaller model with this model's tokenizer
+   * (Qwen2.5-0.5B for Qwen2.5-1.5B) whose guesses each decode checks
+   * (`SpeculativeOptions.draft`). It gets a context of its own (plan it with
+   * `planMemory(path, { draftPath })`); one with another vocabulary rejects the load. */
+  draftPath?: string;
   /** Load progress in [0, 1], then the stages "warming up" and "ready". */
   onProgress?: (progress: LoadProgress) => void;
   /** Abort the load (the promise rejects with an AbortError). */
@@ -214,6 +219,11 @@ export interface GenerationStats {
   specAccepted: number;
   specForced: number;
   decodeCalls: number;
+  /** With a draft model (LoadOptions.draftPath): tokens it guessed (part of specDrafted),
+   * those kept (part of specAccepted), and the ms its decodes took. */
+  specDraftDrafted: number;
+  specDraftAccepted: number;
+  specDraftMs: number;
   /** The model was unloaded by setMemoryLevel(2) and loaded again for this request. */
   reloaded: boolean;
 }
@@ -226,6 +236,12 @@ export interface SpeculativeOptions {
   /** With a grammar or JSON schema, guess the text it forces next (keys, quotes, colons).
    * Default true. */
   jump?: boolean;
+  /** Guesses from the draft model (LoadOptions.draftPath), where the n-gram lookup has none;
+   * not for prompts with media. Default true. */
+  draft?: boolean;
+  /** The draft model stops guessing at a token it gives less than this probability.
+   * Default 0.6, 0 .. 1. */
+  draftPMin?: number;
   /** Tokens guessed per decode at most: 0 turns speculation off. Default 8, at most 16. */
   maxDraft?: number;
   /** Guess fewer (or none) when the measured acceptance and decode cost say guessing loses.
@@ -472,6 +488,10 @@ export interface MemoryPlan {
   kvBytes: number;
   computeBytes: number;
   overheadBytes: number;
+  /** The projector's weights and encoder (mmprojPath), 0 without one. */
+  projectorBytes: number;
+  /** The draft model's weights, KV cache and compute (draftPath), 0 without one. */
+  draftBytes: number;
   totalBytes: number;
   fits: boolean;
   maxCtxThatFits: number;
@@ -482,7 +502,9 @@ export function planMemory(path: string,
                            options?: { ctx?: number; batch?: number; ramBytes?: number;
                                        budgetFraction?: number;
                                        /** The model's projector: planned too. */
-                                       mmprojPath?: string; imageMaxTokens?: number }): Promise<MemoryPlan>;
+                                       mmprojPath?: string; imageMaxTokens?: number;
+                                       /** A draft model (LoadOptions.draftPath): planned too. */
+                                       draftPath?: string }): Promise<MemoryPlan>;
 
 export interface PullProgress {
   stage: "manifest" | "download" | "verify" | "commit" | "activate" | "gc" | "done";

@@ -38,6 +38,10 @@ struct PlanOptions {
   // its encoder's compute buffer are planned too. Default none.
   std::string mmproj_path;
   int32_t image_max_tokens = -1;
+  // A draft model for speculative decoding (SessionOptions::draft_model): its weights and its
+  // own context of n_ctx tokens (KV cache, compute buffers) are planned too; one with another
+  // vocabulary is kInvalidArgument. Default none.
+  std::string draft_path;
 };
 
 struct MemoryPlan {
@@ -60,7 +64,11 @@ struct MemoryPlan {
   // With PlanOptions::mmproj_path: the projector's weights and its encoder's compute buffer
   // for the largest image, as llama.cpp's mtmd sizes them in a dry run.
   uint64_t projector_bytes = 0;
-  uint64_t total_bytes = 0;     // weights + kv + compute + overhead (+ outputs, + projector)
+  // With PlanOptions::draft_path: the draft model's weights, its KV cache and compute buffers
+  // at n_ctx and its overhead.
+  uint64_t draft_bytes = 0;
+  // weights + kv + compute + overhead (+ outputs, + projector, + draft)
+  uint64_t total_bytes = 0;
   // Verdict.
   bool fits = false;
   int32_t max_ctx_that_fits = 0;  // 0 when even a 256-token context does not fit

@@ -32,6 +32,9 @@ struct RuntimeOptions {
   std::string model_path;
   LoadOptions load;
   SessionOptions session;
+  // A draft model for speculative decoding (SessionOptions::draft_model): planned with the
+  // model (PlanOptions::draft_path) and loaded with it. Default "": none.
+  std::string draft_model_path;
   // The cloud (OpenAI-compatible). An empty base_url means no cloud.
   CloudOptions cloud;
 

@@ -40,6 +40,13 @@ struct SessionOptions {
   // differ, and with them a near-tie of greedy sampling).
   // Default: true.
   bool context_shift = true;
+  // A draft model for speculative decoding (SpeculativeOptions::draft): a smaller model with
+  // this model's tokenizer (Qwen2.5-0.5B for Qwen2.5-1.5B or 7B) whose greedy guesses each
+  // decode checks. It gets a context of its own, n_ctx tokens (plan it with
+  // PlanOptions::draft_path). Not owned; must outlive the Session. A model with another
+  // vocabulary, or one trained for fewer than n_ctx tokens, is kInvalidArgument naming the
+  // difference. Default none.
+  const Model* draft_model = nullptr;
 };
 
 enum class FinishReason {
@@ -154,6 +161,12 @@ struct SpeculativeOptions {
   // With a grammar or JSON schema: the text the grammar forces next (keys, quotes, colons),
   // guessed as its tokens (jump-forward). Default on.
   bool jump = true;
+  // Guesses from the session's draft model (SessionOptions::draft_model), when it has one, where
+  // the n-gram lookup has none: greedy, one draft decode per guessed token, stopping at a token
+  // the draft model gives less than draft_p_min. Not for prompts with media (the draft model
+  // cannot see them). Default on.
+  bool draft = true;
+  float draft_p_min = 0.6f;  // default 0.6, 0 .. 1
   // Tokens guessed per step at most: 0 turns speculation off. Default 8, at most 16.
   int32_t max_draft = 8;
   // Guess fewer tokens, or none, when the acceptance measured in this generation and the batch
@@ -294,6 +307,11 @@ struct Stats {
   int32_t spec_accepted = 0;
   int32_t spec_forced = 0;
   int32_t decode_calls = 0;
+  // With a draft model: tokens it guessed (part of spec_drafted), those kept (part of
+  // spec_accepted), and the time its decodes took (part of decode_ms).
+  int32_t spec_draft_drafted = 0;
+  int32_t spec_draft_accepted = 0;
+  double spec_draft_ms = 0;
 };
 
 struct Generation {

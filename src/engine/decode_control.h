@@ -76,6 +76,8 @@ class DecodeControl {
   const KvPositions& positions() const { return *pos_; }
 
   PowerGovernor* governor() const { return governor_; }
+  // The threads decodes use now (the governor's count).
+  int32_t threads() const { return cur_threads_; }
   llama_context* context() const { return ctx_; }
 
  private:

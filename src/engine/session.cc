@@ -6,6 +6,7 @@
 
 #include "core/sys.h"
 #include "edgellm/platform.h"
+#include "engine/draft_model.h"
 #include "engine/llama_glue.h"
 #include "engine/llama_glue_mtmd.h"
 #include "engine/session_impl.h"
@@ -188,6 +189,25 @@ Result<std::unique_ptr<Session>> Session::Create(const Model& model,
   EDGELLM_RETURN_IF_ERROR(resolve_options(model.info(), &impl->options));
   EDGELLM_RETURN_IF_ERROR(impl->EnsureContext());
   if (impl->options.warmup) EDGELLM_RETURN_IF_ERROR(impl->Warmup());
+  if (const Model* d = impl->options.draft_model) {
+    const SessionOptions& so = impl->options;
+    if (d->info().metadata_only) {
+      return Status::InvalidArgument("draft model " + d->info().path +
+                                     " was loaded with metadata_only: load it with weights");
+    }
+    if (d->info().n_ctx_train > 0 && d->info().n_ctx_train < so.n_ctx) {
+      return Status::InvalidArgument(
+          "draft model " + d->info().path + " was trained for " +
+          std::to_string(d->info().n_ctx_train) + " tokens, fewer than the context's " +
+          std::to_string(so.n_ctx) + ": use --ctx " + std::to_string(d->info().n_ctx_train) +
+          " or less, or another draft model");
+    }
+    EDGELLM_RETURN_IF_ERROR(engine::check_draft_vocab(*model.impl(), *d->impl()));
+    auto dm = engine::DraftModel::Create(*d->impl(), so.n_ctx, so.n_batch, so.n_threads,
+                                         model.info().weights_bytes, so.warmup, &impl->cancel);
+    if (!dm.ok()) return dm.status();
+    impl->draft = std::move(*dm);
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -267,6 +287,7 @@ void Session::ReleaseKv() {
   impl_->ctx = nullptr;
   impl_->cached.clear();
   impl_->kv_pos.Clear();
+  if (impl_->draft) impl_->draft->Release();
   ReturnFreedMemory();  // freed heap pages back to the system now, not at some later free
 }
 

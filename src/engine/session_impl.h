@@ -20,6 +20,7 @@ namespace edgellm {
 
 namespace engine {
 class DecodeControl;
+class DraftModel;
 struct ChatRender;
 struct MediaPrompt;
 }
@@ -41,6 +42,8 @@ struct Session::Impl {
   const Model::Impl* model = nullptr;
   SessionOptions options;  // resolved: no -1 left
   llama_context* ctx = nullptr;
+  // SessionOptions::draft_model's context (null without one).
+  std::unique_ptr<engine::DraftModel> draft;
   std::atomic<bool> cancel{false};
   std::atomic<bool> generating{false};
   std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras;

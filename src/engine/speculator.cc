@@ -34,6 +34,10 @@ Status validate_speculative(const SpeculativeOptions& o) {
                                    ": use ngram_min (" + std::to_string(o.ngram_min) +
                                    ") to 8");
   }
+  if (!(o.draft_p_min >= 0.0f && o.draft_p_min <= 1.0f)) {
+    return Status::InvalidArgument("speculative.draft_p_min is " +
+                                   std::to_string(o.draft_p_min) + ": use 0 to 1");
+  }
   return Status::Ok();
 }
 
@@ -72,17 +76,20 @@ void DecodeCost::Record(int32_t batch, double ms) {
 }
 
 Speculator::Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-                       bool enabled)
+                       bool enabled, DraftModel* draft)
     : o_(o),
       vocab_(vocab),
       n_vocab_(n_vocab),
-      enabled_(enabled && o.max_draft > 0 && (o.ngram || o.jump)) {}
+      enabled_(enabled && o.max_draft > 0 && (o.ngram || o.jump || (o.draft && draft))),
+      model_(o.draft ? draft : nullptr) {}
 
 const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>& cached,
                                                   llama_token pending, TokenSampler& sampler,
-                                                  int32_t room, int32_t* n_forced) {
+                                                  int32_t room, int32_t n_threads,
+                                                  int32_t* n_forced) {
   draft_.clear();
   *n_forced = 0;
+  source_ = Source::kNone;
   room = std::min(room, o_.max_draft);
   if (!enabled_ || room <= 0) return draft_;
   if (o_.jump && sampler.constrained()) {
@@ -99,28 +106,54 @@ const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>
       *n_forced = static_cast<int32_t>(draft_.size());
     }
   }
-  if (o_.ngram && static_cast<int32_t>(draft_.size()) < room) {
+  const auto left = [&] { return room - static_cast<int32_t>(draft_.size()); };
+  if ((o_.ngram || model_) && left() > 0) {
+    // The sources look at everything before the guess: the cache, the token sampled last and
+    // the forced text.
     history_.assign(cached.begin(), cached.end());
     history_.push_back(pending);
     history_.insert(history_.end(), draft_.begin(), draft_.end());
+  }
+  if (o_.ngram && left() > 0) {
     const std::vector<llama_token> more =
-        ngram_draft(history_, o_.ngram_min, o_.ngram_max,
-                    room - static_cast<int32_t>(draft_.size()), n_vocab_);
+        ngram_draft(history_, o_.ngram_min, o_.ngram_max, left(), n_vocab_);
+    if (!more.empty()) source_ = Source::kNgram;
     draft_.insert(draft_.end(), more.begin(), more.end());
   }
-  draft_.resize(static_cast<size_t>(Choose(*n_forced, static_cast<int32_t>(draft_.size()))));
+  if (model_ && source_ == Source::kNone && left() > 0) {
+    const int32_t want = ChooseModel(*n_forced, left());
+    if (want > 0) {
+      const std::vector<llama_token>& more = model_->Guess(history_, want, o_.draft_p_min,
+                                                           n_threads);
+      if (!more.empty()) source_ = Source::kModel;
+      draft_.insert(draft_.end(), more.begin(), more.end());
+    }
+  }
+  // A draft model's guesses were sized by ChooseModel (with their own cost, or as an
+  // exploration): checked as they are.
+  if (source_ != Source::kModel) {
+    draft_.resize(static_cast<size_t>(Choose(*n_forced, static_cast<int32_t>(draft_.size()))));
+  }
   *n_forced = std::min(*n_forced, static_cast<int32_t>(draft_.size()));
   return draft_;
+}
+
+bool Speculator::Explore() {
+  if (++idle_ < kExploreEvery) return false;
+  idle_ = 0;
+  return true;
 }
 
 int32_t Speculator::Choose(int32_t n_forced, int32_t n_total) {
   if (n_total == 0 || !o_.adaptive) return n_total;
   // Expected tokens from one decode that checks k guesses: 1 (the model's own next token)
   // plus, for each guess, the chance that it and all before it are kept. Per unit of cost.
+  // (A draft model's guesses are paid for by now: only the check's cost counts.)
+  const double accept_tail = source_ == Source::kModel ? accept_model_ : accept_ngram_;
   double best = 1.0 / cost_.Relative(1), expected = 1.0, p = 1.0;
   int32_t best_k = 0;
   for (int32_t k = 1; k <= n_total; ++k) {
-    p *= k <= n_forced ? accept_forced_ : accept_ngram_;
+    p *= k <= n_forced ? accept_forced_ : accept_tail;
     expected += p;
     const double rate = expected / cost_.Relative(k + 1);
     if (rate > best) {
@@ -132,18 +165,50 @@ int32_t Speculator::Choose(int32_t n_forced, int32_t n_total) {
     idle_ = 0;
     return best_k;
   }
-  if (++idle_ < kExploreEvery) return 0;
-  idle_ = 0;
-  return std::min(n_total, kExploreSize);
+  return Explore() ? std::min(n_total, kExploreSize) : 0;
+}
+
+double Speculator::TargetMs() const {
+  return cost_.one_ms() > 0 ? cost_.one_ms() : one_est_ms_;
+}
+
+int32_t Speculator::ChooseModel(int32_t n_forced, int32_t room) {
+  if (!o_.adaptive) return room;
+  // Each draft token costs `d` target decodes; the draft stops early at a weak token, so this
+  // is what asking for up to j tokens costs at most.
+  const double target_ms = TargetMs();
+  const double d = model_->token_ms() > 0 && target_ms > 0 ? model_->token_ms() / target_ms
+                                                           : model_->relative_guess();
+  double expected = 1.0, p = 1.0;
+  for (int32_t i = 0; i < n_forced; ++i) {
+    p *= accept_forced_;
+    expected += p;
+  }
+  double best = expected / cost_.Relative(n_forced + 1);
+  int32_t best_j = 0;
+  for (int32_t j = 1; j <= room; ++j) {
+    p *= accept_model_;
+    expected += p;
+    const double rate = expected / (cost_.Relative(n_forced + j + 1) + j * d);
+    if (rate > best) {
+      best = rate;
+      best_j = j;
+    }
+  }
+  if (best_j > 0) return best_j;
+  return Explore() ? std::min(room, kExploreSize) : 0;
 }
 
 void Speculator::Record(int32_t batch, double ms, int32_t drafted, int32_t forced,
                         int32_t accepted) {
   cost_.Record(batch, ms);
+  const double per_one = ms / cost_.Relative(batch);
+  if (per_one > 0) one_est_ms_ = one_est_ms_ == 0 ? per_one : ema(one_est_ms_, per_one);
   // Each guess whose predecessors were all kept tells whether this one is: up to the first
   // rejection.
+  double& tail = source_ == Source::kModel ? accept_model_ : accept_ngram_;
   for (int32_t i = 0; i < drafted && i <= accepted; ++i) {
-    double& a = i < forced ? accept_forced_ : accept_ngram_;
+    double& a = i < forced ? accept_forced_ : tail;
     a = ema(a, i < accepted ? 1.0 : 0.0);
   }
 }

@@ -1,6 +1,7 @@
 // Speculator: the guesses TokenGenerator checks with each decode (speculative decoding), and
 // how many are worth checking. Sources: the grammar's forced text (jump-forward), then n-gram
-// lookup over the context (prompt lookup decoding). Adaptive: every guessed position is scored
+// lookup over the context (prompt lookup decoding), then a draft model (draft_model.h) where
+// the lookup has nothing. Adaptive: every guessed position is scored
 // (kept or not, per source), every decode is timed by its batch size, and a step guesses the k
 // tokens that give the most tokens per unit of decode time by those two measures (none when
 // plain decode wins), so a generation where nothing matches runs as plain decode.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "edgellm/session.h"
+#include "engine/draft_model.h"
 #include "engine/sampler.h"
 
 namespace edgellm::engine {
@@ -48,16 +50,20 @@ class Speculator {
  public:
   // `enabled`: whether this context may speculate at all (a memory that can cut its cells, a
   // batch of more than one token).
+  // `draft` (may be null): the session's draft model.
   Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-             bool enabled);
+             bool enabled, DraftModel* draft = nullptr);
 
   bool enabled() const { return enabled_; }
   // The guess after the tokens in the cache (`cached`) and `pending` (sampled, not decoded),
   // at most `room` tokens. `sampler`'s grammar (already past `pending`) gives the forced text.
-  // Sets *n_forced to how many of the guess's first tokens are the grammar's.
+  // Sets *n_forced to how many of the guess's first tokens are the grammar's. `n_threads`:
+  // the threads the governor allows now (the draft model's decodes use them too).
   const std::vector<llama_token>& Draft(const std::vector<llama_token>& cached,
                                         llama_token pending, TokenSampler& sampler, int32_t room,
-                                        int32_t* n_forced);
+                                        int32_t n_threads, int32_t* n_forced);
+  // Whether the last Draft's guesses after the forced ones came from the draft model.
+  bool last_from_model() const { return source_ == Source::kModel; }
   // After a decode of `batch` tokens that took `ms`: of a guess of `drafted` tokens
   // (`forced` of them first, from the grammar), the first `accepted` were kept.
   void Record(int32_t batch, double ms, int32_t drafted, int32_t forced, int32_t accepted);
@@ -65,17 +71,30 @@ class Speculator {
   const DecodeCost& cost() const { return cost_; }
   double accept_forced() const { return accept_forced_; }
   double accept_ngram() const { return accept_ngram_; }
+  double accept_model() const { return accept_model_; }
 
  private:
-  // How many of a guess of `n_total` tokens (`n_forced` first) to check.
+  enum class Source { kNone, kNgram, kModel };
+  // How many of a guess of `n_total` tokens (`n_forced` first, the rest from source_) to check.
   int32_t Choose(int32_t n_forced, int32_t n_total);
+  // How many tokens to ask the draft model for after `n_forced` forced ones, at most `room`:
+  // its guesses cost a draft decode each, on top of the longer check.
+  int32_t ChooseModel(int32_t n_forced, int32_t room);
+  // After `explored` steps that checked nothing: whether to check a small guess anyway.
+  bool Explore();
+  // One target decode's time, as measured so far (0 before any).
+  double TargetMs() const;
 
   SpeculativeOptions o_;
   const llama_vocab* vocab_;
   int32_t n_vocab_;
   bool enabled_;
   DecodeCost cost_;
-  double accept_forced_ = 0.9, accept_ngram_ = 0.6;  // EMA of P(kept | the ones before kept)
+  DraftModel* model_;
+  Source source_ = Source::kNone;
+  // EMA of P(kept | the ones before kept), per source.
+  double accept_forced_ = 0.9, accept_ngram_ = 0.6, accept_model_ = 0.6;
+  double one_est_ms_ = 0;  // EMA of each decode's time over its relative cost
   int32_t idle_ = 0;  // steps in a row that had a guess and checked none
   std::vector<llama_token> history_, draft_;
 };

@@ -41,13 +41,15 @@ Result<FinishReason> TokenGenerator::Run(
     }
   };
   const auto finish = [&](FinishReason r) -> Result<FinishReason> {
+    if (limits.draft) st->spec_draft_ms += limits.draft->TakeMs();
     if (n_samples > 1) {
       st->decode_ms = std::chrono::duration<double, std::milli>(t_last - t_first).count();
       if (st->decode_ms > 0) st->decode_tps = (n_samples - 1) * 1000.0 / st->decode_ms;
     }
     return r;
   };
-  Speculator spec(o.speculative, vocab_, limits.n_vocab, limits.can_cut && limits.n_batch > 1);
+  Speculator spec(o.speculative, vocab_, limits.n_vocab, limits.can_cut && limits.n_batch > 1,
+                  limits.draft);
   std::vector<llama_token> batch;
 
   if (control_.cancelled()) return finish(FinishReason::kCancelled);
@@ -78,7 +80,7 @@ Result<FinishReason> TokenGenerator::Run(
                                      limits.n_batch - 1, o.max_tokens - st->n_gen - 1});
       if (room > 0) {
         const std::vector<llama_token>& draft =
-            spec.Draft(control_.cached(), tok, sampler_, room, &n_forced);
+            spec.Draft(control_.cached(), tok, sampler_, room, control_.threads(), &n_forced);
         batch.insert(batch.end(), draft.begin(), draft.end());
       }
     }
@@ -120,6 +122,10 @@ Result<FinishReason> TokenGenerator::Run(
     st->spec_drafted += k;
     st->spec_accepted += accepted;
     st->spec_forced += std::min(accepted, n_forced);
+    if (k > n_forced && spec.last_from_model()) {
+      st->spec_draft_drafted += k - n_forced;
+      st->spec_draft_accepted += std::max(0, accepted - n_forced);
+    }
     if (reason != FinishReason::kNone) return finish(reason);
     if (accepted < k && !control_.CutTo(base + 1 + static_cast<size_t>(accepted))) {
       return Status::Internal("speculative decoding: the KV cache could not drop " +

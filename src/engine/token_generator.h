@@ -18,6 +18,8 @@
 
 namespace edgellm::engine {
 
+class DraftModel;
+
 class TokenGenerator {
  public:
   // `shown` (may be null): special tokens streamed as their text (a chat format's markers).
@@ -32,6 +34,7 @@ class TokenGenerator {
     int32_t n_batch = 1;
     int32_t n_vocab = 0;
     bool can_cut = false;
+    DraftModel* draft = nullptr;  // the session's draft model, when this call may use it
   };
 
   // Generates within `limits`. Stops at an end-of-generation token (unless

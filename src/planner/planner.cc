@@ -7,6 +7,7 @@
 
 #include "edgellm/device.h"
 #include "edgellm/embed.h"
+#include "engine/draft_model.h"
 #include "engine/llama_glue.h"
 #include "engine/llama_glue_mtmd.h"
 #include "engine/model_impl.h"
@@ -207,10 +208,34 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
 
   DryRun dr;
   EDGELLM_RETURN_IF_ERROR(dry_run(*(*model)->impl(), p.n_ctx, p.n_batch, o.kv_type, &dr));
-  const uint64_t head_dim = info.n_head > 0 ? info.n_embd / info.n_head : 0;
-  auto kv_bytes = [&](int32_t ctx) {
-    return static_cast<uint64_t>(2.0 * info.n_layer * ctx * info.n_head_kv * head_dim *
+  auto kv_of = [&](const ModelInfo& mi, int32_t ctx) {
+    const uint64_t head_dim = mi.n_head > 0 ? mi.n_embd / mi.n_head : 0;
+    return static_cast<uint64_t>(2.0 * mi.n_layer * ctx * mi.n_head_kv * head_dim *
                                  kv_bytes_per_element(o.kv_type));
+  };
+  auto kv_bytes = [&](int32_t ctx) { return kv_of(info, ctx); };
+  // The draft model (PlanOptions::draft_path): its weights and overhead, and its own context's
+  // KV cache and compute buffers at each n_ctx planned.
+  std::unique_ptr<Model> draft;
+  if (!o.draft_path.empty()) {
+    auto dm = Model::Load(o.draft_path, lo);
+    if (!dm.ok()) return dm.status();
+    EDGELLM_RETURN_IF_ERROR(engine::check_draft_vocab(*(*model)->impl(), *(*dm)->impl()));
+    draft = std::move(*dm);
+  }
+  auto draft_context = [&](int32_t ctx, uint64_t* bytes) -> Status {
+    *bytes = 0;
+    if (!draft) return Status::Ok();
+    const ModelInfo& di = draft->info();
+    if (di.n_ctx_train > 0 && ctx > di.n_ctx_train) {
+      return Status::InvalidArgument("n_ctx " + std::to_string(ctx) + " exceeds the " +
+                                     std::to_string(di.n_ctx_train) +
+                                     " tokens the draft model was trained for");
+    }
+    DryRun d;
+    EDGELLM_RETURN_IF_ERROR(dry_run(*draft->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d));
+    *bytes = kv_of(di, ctx) + d.compute;
+    return Status::Ok();
   };
   p.weights_bytes = info.weights_bytes;
   p.kv_bytes = kv_bytes(p.n_ctx);
@@ -226,18 +251,27 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
     if (!proj.ok()) return proj.status();
     p.projector_bytes = *proj;
   }
-  p.total_bytes =
-      p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes + p.projector_bytes;
+  const uint64_t draft_fixed =
+      draft ? draft->info().weights_bytes + runtime_overhead(draft->info()) : 0;
+  if (draft) {
+    uint64_t at_ctx = 0;
+    EDGELLM_RETURN_IF_ERROR(draft_context(p.n_ctx, &at_ctx));
+    p.draft_bytes = draft_fixed + at_ctx;
+  }
+  p.total_bytes = p.weights_bytes + p.kv_bytes + p.compute_bytes + p.overhead_bytes +
+                  p.projector_bytes + p.draft_bytes;
   p.fits = p.total_bytes <= p.budget_bytes;
 
   // Largest context (a multiple of 256) within the budget; KV and compute grow with n_ctx.
-  const uint64_t fixed = p.weights_bytes + p.overhead_bytes + p.projector_bytes;
+  const uint64_t fixed = p.weights_bytes + p.overhead_bytes + p.projector_bytes + draft_fixed;
   auto fits_at = [&](int32_t ctx) {
     DryRun d;
-    if (!dry_run(*(*model)->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d).ok()) {
+    uint64_t draft_ctx = 0;
+    if (!dry_run(*(*model)->impl(), ctx, std::min(p.n_batch, ctx), o.kv_type, &d).ok() ||
+        !draft_context(ctx, &draft_ctx).ok()) {
       return false;
     }
-    return fixed + kv_bytes(ctx) + d.compute <= p.budget_bytes;
+    return fixed + kv_bytes(ctx) + d.compute + draft_ctx <= p.budget_bytes;
   };
   int32_t lo_ctx = 0, hi_ctx = std::max(256, info.n_ctx_train) / 256;
   while (lo_ctx < hi_ctx) {
@@ -251,11 +285,13 @@ Result<MemoryPlan> plan_memory(const std::string& model_path, const PlanOptions&
       p.advice = "needs " + gib(p.total_bytes) + " at n_ctx " + std::to_string(p.n_ctx) +
                  ", budget is " + gib(p.budget_bytes) + ": use --ctx " +
                  std::to_string(p.max_ctx_that_fits) + " or less" +
-                 (o.kv_type == KvType::kF16 ? ", or --kv-type q8_0" : "");
+                 (o.kv_type == KvType::kF16 ? ", or --kv-type q8_0" : "") +
+                 (draft ? ", or no draft model (it takes " + gib(p.draft_bytes) + ")" : "");
     } else {
       p.advice = "needs " + gib(p.total_bytes) + ", budget is " + gib(p.budget_bytes) +
                  ": the weights alone take " + gib(p.weights_bytes) +
                  (p.projector_bytes > 0 ? " and the projector " + gib(p.projector_bytes) : "") +
+                 (p.draft_bytes > 0 ? " and the draft model " + gib(p.draft_bytes) : "") +
                  (p.formula_bits > 4 ? "; use a lower-bit quantization (e.g. Q4_K_M) or a smaller model"
                                      : "; use a smaller model") +
                  ", or fall back to the cloud on this device";

@@ -25,6 +25,7 @@ struct Runtime::Impl {
   PolicyDecision decision;
   std::unique_ptr<CloudClient> cloud;
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft;  // RuntimeOptions::draft_model_path
   std::unique_ptr<Session> session;
   std::atomic<bool> cancel{false};
   std::atomic<Session*> running_session{nullptr};
@@ -46,7 +47,17 @@ struct Runtime::Impl {
       }
       model = std::move(*m);
     }
-    auto s = Session::Create(*model, options.session);
+    if (!draft && !options.draft_model_path.empty()) {
+      auto d = Model::Load(options.draft_model_path);
+      if (!d.ok()) {
+        local_failure = Status(d.status().code(), "draft model: " + d.status().message());
+        return local_failure;
+      }
+      draft = std::move(*d);
+    }
+    SessionOptions so = options.session;
+    if (draft) so.draft_model = draft.get();
+    auto s = Session::Create(*model, so);
     if (!s.ok()) {
       local_failure = s.status();
       return s.status();
@@ -142,6 +153,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(const RuntimeOptions& options) 
     po.n_ctx = o.session.n_ctx;
     po.n_batch = o.session.n_batch;
     po.mmproj_path = o.load.mmproj_path;
+    po.draft_path = o.draft_model_path;
     po.image_max_tokens = o.load.image_max_tokens;
     auto plan = plan_memory(o.model_path, po);
     if (!plan.ok() && plan.status().code() == Code::kInvalidArgument) {

@@ -50,6 +50,9 @@ nlohmann::json turn_json(const edgellm::Generation& g) {
           {"spec_drafted", s.spec_drafted},
           {"spec_accepted", s.spec_accepted},
           {"spec_forced", s.spec_forced},
+          {"spec_draft_drafted", s.spec_draft_drafted},
+          {"spec_draft_accepted", s.spec_draft_accepted},
+          {"spec_draft_ms", s.spec_draft_ms},
           {"decode_calls", s.decode_calls}};
 }
 
@@ -77,6 +80,9 @@ int chat(ChatArgs& a) {
   auto model = edgellm::Model::Load(a.model, lo);
   if (!model.ok()) return fail(model.status());
   a.so.context_shift = !a.no_shift;
+  std::unique_ptr<edgellm::Model> draft;
+  if (auto st = load_spec_draft(a.spec, a.model, a.so.n_ctx, &draft); !st.ok()) return fail(st);
+  a.so.draft_model = draft.get();
   auto session = edgellm::Session::Create(**model, a.so);
   if (!session.ok()) return fail(session.status());
 

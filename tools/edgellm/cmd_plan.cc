@@ -138,6 +138,9 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--batch", a.o.n_batch, "Prefill chunk (default 512)");
   cmd->add_option("--mmproj", a.o.mmproj_path,
                   "The model's projector (mmproj .gguf): plan its weights and encoder too");
+  cmd->add_option("--draft", a.o.draft_path,
+                  "A draft model for speculative decoding (--spec draft:FILE): plan its weights "
+                  "and its own context too");
   cmd->add_option("--image-max-tokens", a.o.image_max_tokens,
                   "Tokens per image at most, as the projector will be loaded (default: its own)");
   cmd->add_option("--kv-type", a.kv, "KV cache type: f16 (default), q8_0, q4_0");
@@ -198,6 +201,7 @@ Action add_plan(CLI::App& app) {
                           {"overhead_bytes", p->overhead_bytes},
                           {"outputs_bytes", p->outputs_bytes},
                           {"projector_bytes", p->projector_bytes},
+                          {"draft_bytes", p->draft_bytes},
                           {"embedding", o.embedding},
                           {"total_bytes", p->total_bytes},
                           {"fits", p->fits},
@@ -237,6 +241,10 @@ Action add_plan(CLI::App& app) {
     if (p->projector_bytes > 0) {
       std::printf("  projector %12s  (weights + encoder compute, mtmd dry run)\n",
                   human_bytes(p->projector_bytes).c_str());
+    }
+    if (p->draft_bytes > 0) {
+      std::printf("  draft     %12s  (draft model: weights, its KV cache and compute)\n",
+                  human_bytes(p->draft_bytes).c_str());
     }
     std::printf("  total     %12s\n", human_bytes(p->total_bytes).c_str());
     std::printf("verdict: %s; largest context within budget: %d\n",

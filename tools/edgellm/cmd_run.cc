@@ -62,6 +62,9 @@ nlohmann::json result_json(const edgellm::Generation& g) {
           {"spec_drafted", s.spec_drafted},
           {"spec_accepted", s.spec_accepted},
           {"spec_forced", s.spec_forced},
+          {"spec_draft_drafted", s.spec_draft_drafted},
+          {"spec_draft_accepted", s.spec_draft_accepted},
+          {"spec_draft_ms", s.spec_draft_ms},
           {"decode_calls", s.decode_calls}};
 }
 
@@ -91,6 +94,7 @@ int run(RunArgs& a) {
   if (auto st = apply_media(a.media, &ro.load, &a.go); !st.ok()) return fail(st);
   a.so.warmup = !a.no_warmup;
   ro.session = a.so;
+  if (a.spec.sources != "off") ro.draft_model_path = spec_draft_path(a.spec);
   ro.cloud.base_url = a.fallback;
   if (!a.cloud_model.empty()) ro.cloud.model = a.cloud_model;
   ro.privacy_required = a.private_data;

@@ -414,7 +414,7 @@ int serve_llm(LlmServeArgs a) {
   }
   if (a.id.empty() && !a.model.empty()) a.id = std::filesystem::path(a.model).stem().string();
   const sigset_t stop_signals = block_stop_signals();
-  std::unique_ptr<edgellm::Model> model;
+  std::unique_ptr<edgellm::Model> model, draft;
   std::unique_ptr<edgellm::Session> session;
   if (!a.model.empty()) {
     std::fprintf(stderr, "[load] %s\n", a.model.c_str());
@@ -427,6 +427,8 @@ int serve_llm(LlmServeArgs a) {
     edgellm::SessionOptions so;
     so.n_ctx = a.ctx;
     so.n_threads = a.threads;
+    if (auto st = load_spec_draft(a.spec, a.model, a.ctx, &draft); !st.ok()) return fail(st);
+    so.draft_model = draft.get();
     std::fprintf(stderr, "[init] context and warm-up\n");
     auto sess = edgellm::Session::Create(**m, so);
     if (!sess.ok()) return fail(sess.status());

@@ -106,6 +106,13 @@ struct SpecArgs {
 };
 void add_spec_options(CLI::App* cmd, SpecArgs* s);
 edgellm::Status apply_spec(const SpecArgs& s, edgellm::GenerateOptions* go);
+// The FILE of a draft:FILE source in --spec, "" when none.
+std::string spec_draft_path(const SpecArgs& s);
+// With a draft:FILE source: plans `model` with it at `n_ctx` (-1: the session's default) on
+// this device (a draft that does not fit is an error with the planner's advice), then loads it
+// into *out. Nothing without one.
+edgellm::Status load_spec_draft(const SpecArgs& s, const std::string& model, int32_t n_ctx,
+                                std::unique_ptr<edgellm::Model>* out);
 // " | spec A/D kept (F forced), T tok/decode" for a summary line; empty when nothing was guessed.
 std::string spec_summary(const edgellm::Stats& s);
 

@@ -24,6 +24,8 @@ class ServeMetrics {
     drafted_ += s.spec_drafted;
     accepted_ += s.spec_accepted;
     forced_ += s.spec_forced;
+    draft_drafted_ += s.spec_draft_drafted;
+    draft_accepted_ += s.spec_draft_accepted;
   }
   void AddError() { errors_ += 1; }
 
@@ -45,12 +47,17 @@ class ServeMetrics {
     counter("spec_accepted_total", "Speculative guesses kept.", accepted_.load());
     counter("spec_forced_total", "Kept guesses a grammar forced (jump-forward).",
             forced_.load());
+    counter("spec_draft_model_drafted_total", "Speculative guesses from the draft model.",
+            draft_drafted_.load());
+    counter("spec_draft_model_accepted_total", "Draft model guesses kept.",
+            draft_accepted_.load());
     return out;
   }
 
  private:
   std::atomic<uint64_t> requests_{0}, errors_{0}, prompt_{0}, cached_{0}, generated_{0};
   std::atomic<uint64_t> decode_calls_{0}, drafted_{0}, accepted_{0}, forced_{0};
+  std::atomic<uint64_t> draft_drafted_{0}, draft_accepted_{0};
 };
 
 }  // namespace cli

@@ -99,8 +99,8 @@ bool read_format(const json& body, edgellm::GenerateOptions* o, std::string* err
 
 }  // namespace
 
-// edgellm's `speculative`: false (off), true (the defaults) or {ngram, jump, max_draft,
-// adaptive}, each optional.
+// edgellm's `speculative`: false (off), true (the defaults) or {ngram, jump, draft,
+// max_draft, adaptive}, each optional (draft: the server's --spec draft:FILE model).
 bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string* err) {
   if (!body.contains("speculative") || body["speculative"].is_null()) return true;
   const json& v = body["speculative"];
@@ -110,18 +110,20 @@ bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string
     return true;
   }
   if (!v.is_object()) {
-    *err = "speculative must be true, false or an object {ngram, jump, max_draft, adaptive}";
+    *err = "speculative must be true, false or an object {ngram, jump, draft, max_draft, "
+           "adaptive}";
     return false;
   }
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& k = it.key();
     const json& x = it.value();
-    if (k == "ngram" || k == "jump" || k == "adaptive") {
+    if (k == "ngram" || k == "jump" || k == "draft" || k == "adaptive") {
       if (!x.is_boolean()) {
         *err = "speculative." + k + " must be true or false";
         return false;
       }
-      (k == "ngram" ? s.ngram : k == "jump" ? s.jump : s.adaptive) = x.get<bool>();
+      (k == "ngram" ? s.ngram : k == "jump" ? s.jump : k == "draft" ? s.draft : s.adaptive) =
+          x.get<bool>();
     } else if (k == "max_draft") {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 16) {
         *err = "speculative.max_draft must be an integer from 0 (off) to 16";
@@ -130,7 +132,7 @@ bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string
       s.max_draft = x.get<int32_t>();
     } else {
       *err = "speculative has no field '" + k.substr(0, 40) +
-             "': use ngram, jump, max_draft, adaptive";
+             "': use ngram, jump, draft, max_draft, adaptive";
       return false;
     }
   }
@@ -439,6 +441,8 @@ json usage_json(const edgellm::Stats& s) {
           {"speculative", {{"drafted", s.spec_drafted},
                            {"accepted", s.spec_accepted},
                            {"forced", s.spec_forced},
+                           {"draft_model_drafted", s.spec_draft_drafted},
+                           {"draft_model_accepted", s.spec_draft_accepted},
                            {"decode_calls", s.decode_calls}}}};
 }
 

@@ -35,7 +35,7 @@ function emptyStats(queuedMs) {
     peakRssBytes: native.memoryUsage().peakRssBytes, threads: 0, ctx: 0, grammarMs: 0,
     grammarResamples: 0, batches: 0, nMedia: 0, nMediaTokens: 0, mediaDecodeMs: 0,
     mediaEncodeMs: 0, mediaChunksCached: 0, specDrafted: 0, specAccepted: 0, specForced: 0,
-    decodeCalls: 0,
+    decodeCalls: 0, specDraftDrafted: 0, specDraftAccepted: 0, specDraftMs: 0,
     deliveryP50Us: 0, deliveryP99Us: 0, queuedMs, threadChanges: 0, minThreads: 0, pausedMs: 0,
     reloaded: false,
   };
@@ -148,6 +148,7 @@ class Model {
         threads: options.threads, ctx: options.ctx, batch: options.batch,
         loadMode: options.loadMode, warmup: options.warmup,
         mmprojPath: options.mmprojPath, imageMaxTokens: options.imageMaxTokens,
+        draftPath: options.draftPath,
       }, onProgress ? (p) => { try { onProgress(p); } catch { /* the caller's problem */ } }
                     : undefined);
     } catch (err) {

@@ -117,6 +117,7 @@ napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
       !opt_int(env, argv[1], "batch", &o.n_batch) || !opt_number(env, argv[1], "ramBytes", &ram) ||
       !opt_number(env, argv[1], "budgetFraction", &o.budget_fraction) ||
       !opt_string(env, argv[1], "mmprojPath", &o.mmproj_path) ||
+      !opt_string(env, argv[1], "draftPath", &o.draft_path) ||
       !opt_int(env, argv[1], "imageMaxTokens", &o.image_max_tokens)) {
     return nullptr;
   }
@@ -137,6 +138,7 @@ napi_value PlanMemoryJs(napi_env env, napi_callback_info info) {
       set(env, r, "computeBytes", static_cast<double>(m.compute_bytes));
       set(env, r, "overheadBytes", static_cast<double>(m.overhead_bytes));
       set(env, r, "projectorBytes", static_cast<double>(m.projector_bytes));
+      set(env, r, "draftBytes", static_cast<double>(m.draft_bytes));
       set(env, r, "totalBytes", static_cast<double>(m.total_bytes));
       set(env, r, "fits", m.fits);
       set(env, r, "maxCtxThatFits", static_cast<double>(m.max_ctx_that_fits));

@@ -40,6 +40,7 @@ struct ModelState {
   PowerGovernor governor;
   // Worker thread only (set by the load job, reset by the close job).
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft;  // load()'s draftPath: speculative decoding's draft model
   std::unique_ptr<Session> session;
   // Conversations by id, and prompt caches by folder (native_conversation.cc).
   std::map<int64_t, std::unique_ptr<Conversation>> conversations;
@@ -51,7 +52,7 @@ struct ModelState {
   int64_t next_lora = 1;
   // What load() was given, so that a model unloaded at memory level CRITICAL reloads on its
   // next request (Unload / EnsureLoaded, signals.cc), with its conversations parked meanwhile.
-  std::string path;
+  std::string path, draft_path;
   LoadOptions load_options;
   SessionOptions session_options;
   bool unloaded = false;
@@ -99,6 +100,7 @@ struct ModelState {
       self->session.reset();
       self->loras.clear();  // adapters belong to the model: free them before it
       self->model.reset();
+      self->draft.reset();
       // Give the freed heap back to the system now: each worker thread's allocations sit in
       // their own malloc arena, which glibc otherwise keeps. Measured over load/generate/
       // dispose cycles of a 41 MiB model: RSS 98 -> 252 MiB after 150 cycles without this,

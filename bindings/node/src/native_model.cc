@@ -99,14 +99,15 @@ napi_value info_object(napi_env env, const Loaded& l) {
   return o;
 }
 
-// load(path, {threads, ctx, batch, loadMode, warmup, mmprojPath, imageMaxTokens}, onProgress?)
+// load(path, {threads, ctx, batch, loadMode, warmup, mmprojPath, imageMaxTokens, draftPath},
+//      onProgress?)
 //   -> Promise<info>
 napi_value Load(napi_env env, napi_callback_info cbinfo) {
   size_t argc = 3;
   napi_value argv[3] = {};
   auto state = unwrap(env, cbinfo, &argc, argv);
   if (!state) return nullptr;
-  std::string path, mode = "auto";
+  std::string path, mode = "auto", draft_path;
   if (!get_string(env, argv[0], "path", &path)) return nullptr;
   LoadOptions lo;
   SessionOptions so;
@@ -115,7 +116,8 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
       !opt_bool(env, argv[1], "warmup", &so.warmup) ||
       !opt_string(env, argv[1], "loadMode", &mode) ||
       !opt_string(env, argv[1], "mmprojPath", &lo.mmproj_path) ||
-      !opt_int(env, argv[1], "imageMaxTokens", &lo.image_max_tokens)) {
+      !opt_int(env, argv[1], "imageMaxTokens", &lo.image_max_tokens) ||
+      !opt_string(env, argv[1], "draftPath", &draft_path)) {
     return nullptr;
   }
   if (!read_load_mode(env, mode, &lo.mode)) return nullptr;
@@ -124,7 +126,7 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
   NAPI_OK(env, napi_create_promise(env, &p.deferred, &p.promise));
   Channel* ch = Channel::Create(env, argv[2], "edgellm.load");
   if (!ch) return throw_status(env, Status::Internal("cannot create a threadsafe function"));
-  state->worker->Post([state, ch, d = p.deferred, path, lo, so]() mutable {
+  state->worker->Post([state, ch, d = p.deferred, path, lo, so, draft_path]() mutable {
     auto progress = [ch](const char* stage, double v) {
       ch->Post([stage, v](napi_env env, napi_value cb) {
         if (!cb) return;
@@ -151,6 +153,16 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
     } else {
       auto m = Model::Load(path, lo);
       if (m.ok() && state->load_cancel) m = Status::Cancelled("load cancelled");
+      std::unique_ptr<Model> draft;
+      if (m.ok() && !draft_path.empty()) {
+        auto dm = Model::Load(draft_path, LoadOptions{});
+        if (dm.ok()) {
+          draft = std::move(*dm);
+        } else {
+          m = Status(dm.status().code(), "draft model: " + dm.status().message());
+        }
+      }
+      so.draft_model = draft.get();
       if (m.ok()) {
         progress("warming up", 1.0);
         auto s = Session::Create(**m, so);
@@ -159,8 +171,10 @@ napi_value Load(napi_env env, napi_callback_info cbinfo) {
           loaded = {(*m)->info(), (*s)->n_ctx(), (*s)->n_threads(), (*s)->n_batch(),
                     (*s)->warmup_ms()};
           state->model = std::move(*m);
+          state->draft = std::move(draft);
           state->session = std::move(*s);
           state->path = path;
+          state->draft_path = draft_path;
           state->load_options = lo;
           state->load_options.on_progress = nullptr;  // it points into this job
           state->session_options = so;

@@ -170,6 +170,8 @@ bool ModelState::Unload() {
   session.reset();
   for (auto& [id, l] : loras) l.adapter.reset();  // reloaded with the model
   model.reset();
+  draft.reset();
+  session_options.draft_model = nullptr;
   unloaded = true;
   ReturnFreedMemory();  // see Close(): the worker's arena would keep the freed heap
   return true;
@@ -201,7 +203,18 @@ Status ModelState::EnsureLoaded() {
     return Status(m.status().code(),
                   "reloading the model after memory pressure unloaded it: " + m.status().message());
   }
-  auto s = Session::Create(**m, session_options);
+  std::unique_ptr<Model> d;
+  if (!draft_path.empty()) {
+    auto dm = Model::Load(draft_path, LoadOptions{});
+    if (!dm.ok()) {
+      return Status(dm.status().code(), "reloading the draft model after memory pressure "
+                                        "unloaded it: " + dm.status().message());
+    }
+    d = std::move(*dm);
+  }
+  SessionOptions so = session_options;
+  so.draft_model = d.get();
+  auto s = Session::Create(**m, so);
   if (!s.ok()) return s.status();
   // Adapters belong to the model: they are committed with it, or dropped before it on failure
   // (locals are destroyed in reverse order: adapters, session, model).
@@ -216,6 +229,8 @@ Status ModelState::EnsureLoaded() {
   }
   for (auto& [id, l] : loras) l.adapter = std::move(adapters[id]);
   model = std::move(*m);
+  draft = std::move(d);
+  session_options.draft_model = draft.get();
   session = std::move(*s);
   unloaded = false;
   ++reloads;

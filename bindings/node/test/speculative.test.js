@@ -74,6 +74,32 @@ test('speculation keeps the greedy text, and its stats add up', async () => {
   }
 });
 
+test('a draft model guesses through loadModel({ draftPath }); another vocabulary is refused', async () => {
+  // The committed model drafting for itself: the same tokenizer, guesses that agree.
+  const plan = await edgellm.planMemory(committed, { ctx: 256, draftPath: committed });
+  const alone = await edgellm.planMemory(committed, { ctx: 256 });
+  assert.ok(plan.draftBytes > 0 && alone.draftBytes === 0, JSON.stringify(plan));
+  assert.equal(plan.totalBytes, alone.totalBytes + plan.draftBytes);
+  const m = await Model.load(committed, { ctx: 256, threads: 1, draftPath: committed });
+  try {
+    const p = '87加99等于多少？';
+    const off = await m.generate(p, { chat: true, temperature: 0, maxTokens: 32, speculative: false });
+    const on = await m.generate(p, { chat: true, temperature: 0, maxTokens: 32,
+                                     speculative: { ngram: false, jump: false, draftPMin: 0, adaptive: false } });
+    assert.equal(on.text, off.text);
+    assert.ok(on.stats.specDraftDrafted > 0, JSON.stringify(on.stats));
+    assert.ok(on.stats.specDraftAccepted <= on.stats.specDraftDrafted);
+    assert.ok(on.stats.specDraftMs > 0);
+    assert.equal(on.stats.specDraftDrafted, on.stats.specDrafted, 'the draft model alone guessed');
+    await assert.rejects(m.generate(p, { speculative: { draftPMin: 2 } }), /draft_p_min/);
+  } finally {
+    await m.dispose();
+  }
+  await assert.rejects(Model.load(committed, { ctx: 256, draftPath: model() }), /vocabulary/);
+  await assert.rejects(Model.load(committed, { ctx: 256, draftPath: '/nonexistent.gguf' }),
+                       /draft model/);
+});
+
 function startServer(file, extra = []) {
   const p = spawn(cli, ['serve', '-m', file, '--port', '0', '--ctx', '512', '--threads', '2', ...extra],
                   { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -161,5 +187,6 @@ test('serve --spec off makes plain decode the default; --spec with a bad source 
   } finally {
     p.kill('SIGTERM');
   }
-  await assert.rejects(startServer(model(), ['--spec', 'draft:nope.gguf']), /spec/);
+  await assert.rejects(startServer(model(), ['--spec', 'beam']), /spec/);
+  await assert.rejects(startServer(model(), ['--spec', 'draft:nope.gguf']), /draft model.*not found/);
 });
