@@ -150,12 +150,12 @@ async function nodePart() {
   log(`node: edgellm Node API and node-llama-cpp LlamaChatSession, ${cfg.rounds} rounds of one ` +
       "child process each, alternating ...");
   const runs = { edgellm: [], nlc: [] };
-  let prefilled = [];
+  const prefilled = { edgellm: [], nlc: [] };
   for (let r = 0; r < cfg.rounds; r++) {
     for (const lib of r % 2 === 0 ? ["edgellm", "nlc"] : ["nlc", "edgellm"]) {
       const res = runChild(lib);
       runs[lib].push(res.ttft);
-      if (res.prefilled) prefilled = res.prefilled;
+      prefilled[lib] = res.prefilled;
     }
   }
   const med = (xs) => { const v = [...xs].sort((a, b) => a - b); const n = v.length;
@@ -165,12 +165,14 @@ async function nodePart() {
     const e = med(runs.edgellm.map((x) => x[t]));
     const n = med(runs.nlc.map((x) => x[t]));
     rows.push({ turn: t + 1, edgellm: e, "node-llama-cpp": n, ratio: e / n,
-                edgellm_prefilled_tokens: prefilled[t] });
+                edgellm_prefilled_tokens: prefilled.edgellm[t],
+                node_llama_cpp_prefilled_tokens: prefilled.nlc[t] });
   }
   for (const r of rows) {
     log(`  turn ${String(r.turn).padStart(2)}: TTFT edgellm ${r.edgellm.toFixed(1)} ms ` +
         `(prefilled ${r.edgellm_prefilled_tokens} tok), node-llama-cpp ` +
-        `${r["node-llama-cpp"].toFixed(1)} ms, ratio ${r.ratio.toFixed(3)}`);
+        `${r["node-llama-cpp"].toFixed(1)} ms (${r.node_llama_cpp_prefilled_tokens} tok), ` +
+        `ratio ${r.ratio.toFixed(3)}`);
   }
   return summarize(rows, "node-llama-cpp");
 }

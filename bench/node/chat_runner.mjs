@@ -34,20 +34,29 @@ async function runNlc(cfg) {
   const model = await llama.loadModel({ modelPath: cfg.model, gpuLayers: 0 });
   const context = await model.createContext({ contextSize: cfg.ctx, sequences: 1,
                                               threads: { ideal: cfg.threads, min: cfg.threads } });
-  const session = new LlamaChatSession({ contextSequence: context.getSequence() });
+  const sequence = context.getSequence();
+  const session = new LlamaChatSession({ contextSequence: sequence });
   const ttft = [];
+  const prefilled = [];
   for (let t = 0; t < cfg.turns; t++) {
     let first = NaN;
+    let inputBefore = sequence.tokenMeter.usedInputTokens;
+    let inputAtFirst = NaN;
     const t0 = performance.now();
     await session.prompt(userTurn(t), {
       temperature: 0, maxTokens: cfg.reply,
-      onTextChunk: () => { if (Number.isNaN(first)) first = performance.now() - t0; },
+      onTextChunk: () => {
+        if (!Number.isNaN(first)) return;
+        first = performance.now() - t0;
+        inputAtFirst = sequence.tokenMeter.usedInputTokens;
+      },
     });
     ttft.push(first);
+    prefilled.push(inputAtFirst - inputBefore);
   }
   await context.dispose();
   await model.dispose();
-  return { ttft };
+  return { ttft, prefilled };
 }
 
 const [lib, json] = process.argv.slice(2);
