@@ -83,6 +83,8 @@ TEST_F(ConversationTest, ReuseGivesAFreshSessionsRepliesTurnByTurn) {
   auto s = NewSession(*tiny_, 2048);
   ConversationOptions co;
   co.system_prompt = system;
+  co.keep_sampled_tokens = false;  // the prompt a fresh session tokenizes (see
+                                   // conversation_tokens_test.cc for the default)
   auto c = Conversation::Create(*s, co);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   for (size_t i = 0; i < kTurns.size(); ++i) {
@@ -105,6 +107,7 @@ TEST_F(ConversationTest, RegenerateAndEditReuseUpToTheChange) {
   auto s = NewSession(*tiny_, 2048);
   ConversationOptions co;
   co.system_prompt = system;
+  co.keep_sampled_tokens = false;  // the edited turn's answer is compared with a fresh one's
   auto c = Conversation::Create(*s, co);
   ASSERT_TRUE(c.ok());
   for (int i = 0; i < 3; ++i) ASSERT_TRUE((*c)->Send(kTurns[i], Greedy(16)).ok());

@@ -3,14 +3,14 @@
 //   serve: edgellm serve vs llama.cpp's llama-server (same file, threads, context; prompt
 //          caching on), driven through the official `openai` npm client, streamed;
 //   node:  edgellm's Node API (model.conversation()) vs node-llama-cpp@3.21.1's
-//          LlamaChatSession, each in a fresh child process (chat_runner.mjs).
-// The two sides alternate turn by turn (serve) or run by run (node). Prints TTFT per turn and
+//          LlamaChatSession, each in a child process of its own (chat_runner.mjs).
+// The two sides alternate turn by turn (both), which side goes first alternating too. Prints TTFT per turn and
 // the ratio edgellm / reference (lower is better; 1.0 = as fast). --json for one object.
 //
 // llama-server runs with --skip-chat-parsing: edgellm serve returns the text as generated, and
 // llama-server would otherwise parse Qwen2.5's tool-call format out of every reply, which the
 // random weights' output fails ("does not match the expected peg-native format").
-import { spawn, execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,7 +39,7 @@ const { values: opt } = parseArgs({
 });
 if (opt.help) {
   console.log("usage: node bench/node/chat_bench.mjs [-m MODEL] [--turns 10] [--threads 2] " +
-              "[--ctx 4096] [--reply 48] [--parts serve,node] [--json]");
+              "[--ctx 4096] [--reply 48] [--rounds 2] [--parts serve,node] [--json]");
   process.exit(0);
 }
 const cfg = { model: path.resolve(opt.model), turns: Number(opt.turns), threads: Number(opt.threads),
@@ -137,26 +137,54 @@ async function servePart() {
   return summarize(rows, "llama-server");
 }
 
-function runChild(lib) {
-  const out = execFileSync(process.execPath, [path.join(here, "chat_runner.mjs"), lib,
-                                              JSON.stringify({ ...cfg, addon: path.join(repo, "bindings", "node", "index.js") })],
-                           { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 26 });
-  const line = out.split("\n").find((l) => l.startsWith("@@RESULT "));
-  if (!line) throw new Error(`chat_runner ${lib} printed no result`);
-  return JSON.parse(line.slice(9));
+// One child process per library (chat_runner.mjs), driven turn by turn: returns
+// { ready, turn() -> Promise<{ttft, prefilled}> }.
+function startChild(lib) {
+  const child = spawn(process.execPath, [path.join(here, "chat_runner.mjs"), lib,
+                                         JSON.stringify({ ...cfg, addon: path.join(repo, "bindings", "node", "index.js") })],
+                      { stdio: ["pipe", "pipe", "inherit"] });
+  const waiting = [];
+  let buf = "";
+  child.stdout.on("data", (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (line === "@@READY") waiting.shift()?.resolve();
+      else if (line.startsWith("@@TURN ")) waiting.shift()?.resolve(JSON.parse(line.slice(7)));
+    }
+  });
+  child.on("exit", (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`chat_runner ${lib} exited (${code})`));
+  });
+  const next = () => new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+  const ready = next();
+  return {
+    ready,
+    turn() { const p = next(); child.stdin.write("go\n"); return p; },
+    done: new Promise((resolve) => child.on("exit", resolve)),
+  };
 }
 
 async function nodePart() {
-  log(`node: edgellm Node API and node-llama-cpp LlamaChatSession, ${cfg.rounds} rounds of one ` +
-      "child process each, alternating ...");
+  log(`node: edgellm Node API and node-llama-cpp LlamaChatSession, ${cfg.rounds} rounds; per ` +
+      "round one child process each, both loaded, turns interleaved (order alternating) ...");
   const runs = { edgellm: [], nlc: [] };
   const prefilled = { edgellm: [], nlc: [] };
   for (let r = 0; r < cfg.rounds; r++) {
-    for (const lib of r % 2 === 0 ? ["edgellm", "nlc"] : ["nlc", "edgellm"]) {
-      const res = runChild(lib);
-      runs[lib].push(res.ttft);
-      prefilled[lib] = res.prefilled;
+    const kids = { edgellm: startChild("edgellm"), nlc: startChild("nlc") };
+    await Promise.all([kids.edgellm.ready, kids.nlc.ready]);
+    runs.edgellm.push([]);
+    runs.nlc.push([]);
+    for (let t = 0; t < cfg.turns; t++) {
+      for (const lib of (r + t) % 2 === 0 ? ["edgellm", "nlc"] : ["nlc", "edgellm"]) {
+        const res = await kids[lib].turn();
+        runs[lib].at(-1).push(res.ttft);
+        prefilled[lib][t] = res.prefilled;
+      }
     }
+    await Promise.all([kids.edgellm.done, kids.nlc.done]);
   }
   const med = (xs) => { const v = [...xs].sort((a, b) => a - b); const n = v.length;
                         return n % 2 ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2; };

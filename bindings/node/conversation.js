@@ -27,7 +27,8 @@ function retrievalOf(bridge, o) {
 
 function nativeConversationOptions(o = {}) {
   const out = {};
-  for (const k of ['systemPrompt', 'overflow', 'promptCache', 'promptCacheBytes', 'chatmlFallback']) {
+  for (const k of ['systemPrompt', 'overflow', 'promptCache', 'promptCacheBytes', 'chatmlFallback',
+                   'keepSampledTokens']) {
     if (o[k] !== undefined) out[k] = o[k];
   }
   return out;

@@ -395,6 +395,11 @@ export interface ConversationOptions {
   promptCacheBytes?: number;
   /** Use ChatML for a model without a chat template of its own. Default false. */
   chatmlFallback?: boolean;
+  /** The next turn's prompt keeps the tokens each reply was sampled as, where they spell the
+   * rendered history, instead of tokenizing the history again (which can split a reply
+   * differently and prefill everything after the difference again). Default true; false
+   * tokenizes the rendered history every turn, as a fresh session would. */
+  keepSampledTokens?: boolean;
   /** Where enterBackground() saves this conversation (a file under the app's filesDir, never
    * its cacheDir). Default: not saved. */
   savePath?: string;

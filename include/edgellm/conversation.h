@@ -46,6 +46,12 @@ struct ConversationOptions {
   // Where Prepare() finds and keeps the system prompt's KV cells. Not owned; must outlive
   // the conversation. Default none.
   PromptCache* prompt_cache = nullptr;
+  // The next turn's prompt keeps the tokens the replies were sampled as, where their bytes
+  // spell the rendered history, rather than the history tokenized again (which can differ
+  // from them mid-reply, and everything after the first difference would be prefilled
+  // again). The model sees the same text either way. False: the prompt is always the
+  // rendered history tokenized, as a fresh session would tokenize it. Default true.
+  bool keep_sampled_tokens = true;
 };
 
 // What Prepare() did.

@@ -62,9 +62,12 @@ struct Conversation::Impl : CacheOwner {
 
   // The rendered and tokenized prompt for system + messages[first, last), with the
   // assistant's turn opened when `open_reply`. With media in those messages their
-  // placeholders stand in the tokens and `media` (may be null) gets the items.
+  // placeholders stand in the tokens and `media` (may be null) gets the items. A text-only
+  // prompt keeps the tokens of `held` (null: the session's cache, when this conversation
+  // owns it and options.keep_sampled_tokens) as far as they spell it (chat/token_splice.h).
   Result<std::vector<llama_token>> Tokens(size_t first, size_t last, bool open_reply,
-                                          engine::MediaPrompt* media = nullptr) const;
+                                          engine::MediaPrompt* media = nullptr,
+                                          const std::vector<llama_token>* held = nullptr) const;
   // Where the turn after messages[i] starts (the next "user" message), or messages.size().
   size_t NextTurn(size_t i) const;
   // Generates the reply to the last user message, fitting the context per options.overflow.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_impl.h"
+#include "chat/token_splice.h"
 #include "core/base64.h"
 #include "core/sys.h"
 #include "engine/decode_control.h"
@@ -39,7 +40,8 @@ Result<OverflowPolicy> overflow_policy_from_name(std::string_view name) {
 
 Result<std::vector<llama_token>> Conversation::Impl::Tokens(size_t first, size_t last,
                                                             bool open_reply,
-                                                            engine::MediaPrompt* media) const {
+                                                            engine::MediaPrompt* media,
+                                                            const std::vector<llama_token>* held) const {
   std::vector<ChatMessage> msgs;
   msgs.reserve(last - first + 1);
   if (!options.system_prompt.empty()) msgs.push_back({"system", options.system_prompt});
@@ -55,7 +57,10 @@ Result<std::vector<llama_token>> Conversation::Impl::Tokens(size_t first, size_t
   Result<std::vector<int32_t>> toks =
       tokenize(session->model->vocab, *text, /*add_special=*/true, /*parse_special=*/true);
   if (!toks.ok()) return toks.status();
-  return std::vector<llama_token>(toks->begin(), toks->end());
+  std::vector<llama_token> canonical(toks->begin(), toks->end());
+  if (!held && options.keep_sampled_tokens && session->owner == this) held = &session->cached;
+  if (!held) return canonical;
+  return chat::splice_held_tokens(session->model->vocab, *text, canonical, *held);
 }
 
 size_t Conversation::Impl::NextTurn(size_t i) const {
@@ -70,12 +75,16 @@ Result<bool> Conversation::Impl::DropTurns(size_t end, engine::DecodeControl* co
   if (!before.ok()) return before.status();
   for (size_t i = 0; i < end; ++i) st->turns_dropped += messages[i].role == "user";
   messages.erase(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(end));
-  Result<std::vector<llama_token>> after = Tokens(0, messages.size(), /*open_reply=*/true);
+  const std::vector<llama_token> none;
+  Result<std::vector<llama_token>> after =
+      Tokens(0, messages.size(), /*open_reply=*/true, nullptr, &none);
   if (!after.ok()) return after.status();
   // before = H + D (the header: the system prompt; the dropped turns), after = H + K (the
   // kept turns). The cache holds before, then K: the cut is [|H|, |before|). D and K may
   // start alike ("<|im_start|>user\n"), so |H| is the longest common prefix or less: the
-  // longest p from which after[p...] is what the cache holds after before.
+  // longest p from which after[p...] starts as the cache does after before. `after` is the
+  // history tokenized afresh here; the cache's K may hold sampled tokens (keep_sampled_tokens)
+  // that the check below takes over once the cut is known.
   const size_t b = before->size();
   const size_t shared = common_prefix(*before, *after);
   const std::vector<llama_token>& cache = session->cached;
@@ -84,15 +93,22 @@ Result<bool> Conversation::Impl::DropTurns(size_t end, engine::DecodeControl* co
   bool aligned = false;
   size_t p = shared;
   for (size_t q = shared + 1; cached_before && q-- > 0 && !aligned;) {
-    const size_t kept = after->size() - q;
+    const size_t want = std::min<size_t>({after->size() - q, cache.size() - b, 16});
+    aligned = want > 0 && std::equal(after->begin() + static_cast<std::ptrdiff_t>(q),
+                                     after->begin() + static_cast<std::ptrdiff_t>(q + want),
+                                     cache.begin() + static_cast<std::ptrdiff_t>(b));
+    if (aligned) p = q;
+  }
+  if (aligned && control) {
     // Mid-reply the kept prompt must be cached whole (generation goes on from the cache);
     // before a reply a start is enough: the prefill recomputes from the first change.
-    const size_t want = control ? kept : std::min<size_t>({kept, cache.size() - b, 16});
-    aligned = want > 0 && cache.size() - b >= want &&
-              std::equal(after->begin() + static_cast<std::ptrdiff_t>(q),
-                         after->begin() + static_cast<std::ptrdiff_t>(q + want),
-                         cache.begin() + static_cast<std::ptrdiff_t>(b));
-    if (aligned) p = q;
+    std::vector<llama_token> moved(cache.begin(), cache.begin() + static_cast<std::ptrdiff_t>(p));
+    moved.insert(moved.end(), cache.begin() + static_cast<std::ptrdiff_t>(b), cache.end());
+    Result<std::vector<llama_token>> kept =
+        options.keep_sampled_tokens ? Tokens(0, messages.size(), true, nullptr, &moved) : after;
+    if (!kept.ok()) return kept.status();
+    aligned = kept->size() <= moved.size() &&
+              std::equal(kept->begin(), kept->end(), moved.begin());
   }
   st->tokens_dropped += static_cast<int32_t>(b - p);
   if (!aligned) return false;
@@ -147,7 +163,8 @@ Result<Generation> Conversation::Impl::Respond(const GenerateOptions& o, const T
   Result<std::vector<llama_token>> toks = Tokens(0, messages.size(), true, &media);
   if (!toks.ok()) return toks.status();
   if (static_cast<int32_t>(toks->size()) + reserve > n_ctx) {
-    Result<std::vector<llama_token>> alone = Tokens(current, messages.size(), true);
+    const std::vector<llama_token> none;
+    Result<std::vector<llama_token>> alone = Tokens(current, messages.size(), true, nullptr, &none);
     if (!alone.ok()) return alone.status();
     const std::string sizes = "the conversation needs " + std::to_string(toks->size()) +
                               " tokens plus " + std::to_string(reserve) +

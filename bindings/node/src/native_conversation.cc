@@ -38,6 +38,7 @@ bool read_conv_options(napi_env env, napi_value o, ConvOptions* out) {
   if (!opt_string(env, o, "systemPrompt", &out->co.system_prompt) ||
       !opt_string(env, o, "overflow", &overflow) ||
       !opt_bool(env, o, "chatmlFallback", &out->co.chatml_fallback) ||
+      !opt_bool(env, o, "keepSampledTokens", &out->co.keep_sampled_tokens) ||
       !opt_string(env, o, "promptCache", &out->cache_dir) ||
       !opt_number(env, o, "promptCacheBytes", &out->cache_bytes)) {
     return false;

@@ -17,7 +17,9 @@ const turns = ['你好', 'What can you do offline?', '再说一遍，简短一�
 test('a conversation reuses its KV cache and answers as the stateless history path does', async () => {
   const m = await Model.load(model(), { ctx: 1024 });
   try {
-    const chat = await m.conversation({ systemPrompt: system });
+    // keepSampledTokens off: each prompt is the rendered history tokenized, as the stateless
+    // path tokenizes it, so the replies must be the same token for token.
+    const chat = await m.conversation({ systemPrompt: system, keepSampledTokens: false });
     assert.equal(chat.systemPrompt, system);
     for (const [i, t] of turns.entries()) {
       const pieces = [];
@@ -75,7 +77,7 @@ test('a conversation reuses its KV cache and answers as the stateless history pa
   }
 });
 
-test('a model without a template needs chatmlFallback; overflow options are checked', async () => {
+test('a model without a template needs chatmlFallback; overflow and keepSampledTokens are checked', async () => {
   const file = path.join(scratch('conv-base'), 'base.gguf');
   const { cli } = require('../testutil/fixtures');
   execFileSync(cli, ['synth', '--preset', 'tiny', '--type', 'Q8_0', '--no-chat-template', '-o',
@@ -88,6 +90,18 @@ test('a model without a template needs chatmlFallback; overflow options are chec
     assert.ok(r.stats.nGen > 0);
     await assert.rejects(m.conversation({ overflow: 'sometimes' }), { code: 'ERR_INVALID_ARGUMENT' });
     await assert.rejects(m.conversation({ overflow: 3 }), TypeError);
+    await assert.rejects(m.conversation({ chatmlFallback: true, keepSampledTokens: 1 }), TypeError);
+    // Keeping the sampled tokens prefills no more per turn than tokenizing the history again.
+    const prefilled = {};
+    for (const keep of [false, true]) {
+      const k = await m.conversation({ chatmlFallback: true, keepSampledTokens: keep });
+      prefilled[keep] = 0;
+      for (const t of ['one', 'two', 'three', 'four']) {
+        const s = await k.send(t, { ...greedy, maxTokens: 24 });
+        prefilled[keep] += s.stats.nPrompt;
+      }
+    }
+    assert.ok(prefilled[true] <= prefilled[false], JSON.stringify(prefilled));
   } finally {
     await m.dispose();
   }
