@@ -21,7 +21,7 @@ const { values: opt } = parseArgs({
   options: {
     model: { type: "string", short: "m", default: path.join(repo, "assets", "edgellm-tiny-F32.gguf") },
     threads: { type: "string", default: "2" },
-    ctx: { type: "string", default: "1024" },
+    ctx: { type: "string", default: "256" },
     reply: { type: "string", default: "64" },
     rounds: { type: "string", default: "3" },
     json: { type: "boolean", default: false },
@@ -29,7 +29,7 @@ const { values: opt } = parseArgs({
   },
 });
 if (opt.help) {
-  console.log("usage: node bench/node/spec_bench.mjs [-m MODEL] [--threads 2] [--ctx 1024] " +
+  console.log("usage: node bench/node/spec_bench.mjs [-m MODEL] [--threads 2] [--ctx 256 (the committed model's training context)] " +
               "[--reply 64] [--rounds 3] [--json]");
   process.exit(0);
 }
