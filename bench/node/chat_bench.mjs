@@ -4,8 +4,9 @@
 //          caching on), driven through the official `openai` npm client, streamed;
 //   node:  edgellm's Node API (model.conversation()) vs node-llama-cpp@3.21.1's
 //          LlamaChatSession, each in a child process of its own (chat_runner.mjs).
-// The two sides alternate turn by turn (both), which side goes first alternating too. Prints TTFT per turn and
-// the ratio edgellm / reference (lower is better; 1.0 = as fast). --json for one object.
+// In both parts the two sides alternate turn by turn, which side goes first alternating too.
+// Prints TTFT per turn and the ratio edgellm / reference (lower is better; 1.0 = as fast).
+// --json for one object.
 //
 // llama-server runs with --skip-chat-parsing: edgellm serve returns the text as generated, and
 // llama-server would otherwise parse Qwen2.5's tool-call format out of every reply, which the
@@ -140,8 +141,8 @@ async function servePart() {
 // One child process per library (chat_runner.mjs), driven turn by turn: returns
 // { ready, turn() -> Promise<{ttft, prefilled}> }.
 function startChild(lib) {
-  const child = spawn(process.execPath, [path.join(here, "chat_runner.mjs"), lib,
-                                         JSON.stringify({ ...cfg, addon: path.join(repo, "bindings", "node", "index.js") })],
+  const config = JSON.stringify({ ...cfg, addon: path.join(repo, "bindings", "node", "index.js") });
+  const child = spawn(process.execPath, [path.join(here, "chat_runner.mjs"), lib, config],
                       { stdio: ["pipe", "pipe", "inherit"] });
   const waiting = [];
   let buf = "";

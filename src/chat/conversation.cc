@@ -38,10 +38,9 @@ Result<OverflowPolicy> overflow_policy_from_name(std::string_view name) {
                                  "' is not one of drop_oldest, fail");
 }
 
-Result<std::vector<llama_token>> Conversation::Impl::Tokens(size_t first, size_t last,
-                                                            bool open_reply,
-                                                            engine::MediaPrompt* media,
-                                                            const std::vector<llama_token>* held) const {
+Result<std::vector<llama_token>> Conversation::Impl::Tokens(
+    size_t first, size_t last, bool open_reply, engine::MediaPrompt* media,
+    const std::vector<llama_token>* held) const {
   std::vector<ChatMessage> msgs;
   msgs.reserve(last - first + 1);
   if (!options.system_prompt.empty()) msgs.push_back({"system", options.system_prompt});

@@ -19,10 +19,10 @@ namespace edgellm::chat {
 // Tokens for `text` that start with the longest run of `held` whose pieces spell the start
 // of `text` (through a streaming UTF-8 decoder, as a reply's text was made from them: bytes
 // that form no character match the U+FFFD standing for them; ending on a character
-// boundary), then the rest of `text` tokenized (no BOS, special tokens parsed). `canonical` is `text` tokenized whole; it comes back
-// unchanged when `held` adds nothing to its common prefix with it, when the vocabulary is
-// not byte-level BPE (SentencePiece adds a space when a text starts again), or when any
-// piece fails to spell the text.
+// boundary), then the rest of `text` tokenized (no BOS, special tokens parsed).
+// `canonical` is `text` tokenized whole; it comes back unchanged when `held` adds nothing to
+// its common prefix with it, when the vocabulary is not byte-level BPE (SentencePiece adds a
+// space when a text starts again), or when any piece fails to spell the text.
 std::vector<llama_token> splice_held_tokens(const llama_vocab* vocab, std::string_view text,
                                             const std::vector<llama_token>& canonical,
                                             const std::vector<llama_token>& held);
