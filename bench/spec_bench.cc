@@ -2,7 +2,9 @@
 // same prompts, speculation on and off alternating round by round, medians):
 //
 //  1. Jump-forward (--model, e.g. the 1.5B-shape fixture): a schema-heavy extraction answer
-//     (10 keys) decoded with jump-forward, without it, and unconstrained; tok/s and ratios.
+//     (10 keys) decoded with jump-forward (checked, and taken unchecked: jump_commit), without
+//     it, and unconstrained; tok/s, time per answer (the unchecked split may take fewer
+//     tokens) and ratios.
 //  2. JSON whitespace (--model): compact vs free, tokens per answer and tok/s, for the
 //     extraction schema and a tool call.
 //  3. Prose with nothing to copy (--model, sampled at temperature 0.8 so no n-gram repeats):
@@ -45,11 +47,12 @@ struct Args {
 };
 
 struct Measure {
-  std::vector<double> tps;
+  std::vector<double> tps, answer_ms;
   double tokens = 0, drafted = 0, accepted = 0, forced = 0, calls = 0, draft_ms = 0;
   int runs = 0, mismatches = 0;
   void Add(const edgellm::Generation& g) {
     tps.push_back(g.stats.decode_tps);
+    answer_ms.push_back(g.stats.ttft_ms + g.stats.decode_ms);
     tokens += g.stats.n_gen;
     drafted += g.stats.spec_drafted;
     accepted += g.stats.spec_accepted;
@@ -59,8 +62,10 @@ struct Measure {
     ++runs;
   }
   double median_tps() const { return bench::median(tps); }
+  double median_ms() const { return bench::median(answer_ms); }
   json Json() const {
     return {{"decode_tps", median_tps()},
+            {"ms_per_answer", median_ms()},
             {"tokens_per_answer", runs ? tokens / runs : 0},
             {"drafted", drafted},
             {"accepted", accepted},
@@ -139,11 +144,12 @@ int run(const Args& a) {
     if (a.json) return;
     std::printf("%s\n", what);
     for (size_t i = 0; i < m.size(); ++i) {
-      std::printf("  %-14s %7.2f tok/s  %6.1f tok/answer  %5.2f tok/decode  kept %4.0f/%-4.0f "
-                  "(%3.0f forced)  x%.3f%s\n", names[i].c_str(), m[i].median_tps(),
-                  m[i].runs ? m[i].tokens / m[i].runs : 0,
+      std::printf("  %-14s %7.2f tok/s  %6.1f tok/answer  %7.0f ms/answer  %5.2f tok/decode  "
+                  "kept %4.0f/%-4.0f (%3.0f forced)  x%.3f (time x%.3f)%s\n", names[i].c_str(),
+                  m[i].median_tps(), m[i].runs ? m[i].tokens / m[i].runs : 0, m[i].median_ms(),
                   m[i].calls > 0 ? m[i].tokens / m[i].calls : 0, m[i].accepted, m[i].drafted,
                   m[i].forced, m[0].median_tps() > 0 ? m[i].median_tps() / m[0].median_tps() : 0,
+                  m[i].median_ms() > 0 ? m[0].median_ms() / m[i].median_ms() : 0,
                   m[i].mismatches ? "  TEXT DIFFERS" : "");
     }
   };
@@ -163,11 +169,13 @@ int run(const Args& a) {
                              free_run = base(a.tokens, false);
     off.json_schema = jump.json_schema = kExtraction;
     jump.speculative.ngram = false;
+    edgellm::GenerateOptions commit = jump;
+    commit.speculative.jump_commit = true;
     free_run.ignore_eos = true;  // the same number of tokens, nothing constrained
     std::vector<Measure> m;
-    if (!compare(*s, asks, {off, jump, free_run}, a.rounds, &m)) return 1;
+    if (!compare(*s, asks, {off, jump, commit, free_run}, a.rounds, &m)) return 1;
     print("jump-forward (extraction schema, 10 keys)", {"constrained", "jump-forward",
-          "unconstrained"}, m);
+          "jump-commit", "unconstrained"}, m);
     // 2. Whitespace: compact (the default) vs free, with and without speculation.
     edgellm::GenerateOptions compact = off, loose = off, loose_jump = jump;
     loose.json_whitespace = loose_jump.json_whitespace = edgellm::JsonWhitespace::kFree;

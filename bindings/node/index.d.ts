@@ -236,6 +236,11 @@ export interface SpeculativeOptions {
   /** With a grammar or JSON schema, guess the text it forces next (keys, quotes, colons).
    * Default true. */
   jump?: boolean;
+  /** With jump: take the forced text unchecked, in the tokenizer's own split, decoded with the
+   * next step's batch (SGLang's jump-forward). Pays even where a check batch is expensive, but
+   * the model might have spelled that text with other tokens, so what follows may differ from a
+   * decode without it. Default false (forced text is checked: output exactly the model's). */
+  jumpCommit?: boolean;
   /** Guesses from the draft model (LoadOptions.draftPath), where the n-gram lookup has none;
    * not for prompts with media. Default true. */
   draft?: boolean;

@@ -161,6 +161,15 @@ struct SpeculativeOptions {
   // With a grammar or JSON schema: the text the grammar forces next (keys, quotes, colons),
   // guessed as its tokens (jump-forward). Default on.
   bool jump = true;
+  // With jump: take the forced text without checking it, in the tokenizer's own split
+  // (SGLang's jump-forward), decoded with the next step's batch and never rejected — the one
+  // source that pays on a device where a check batch costs nearly as much as its tokens one by
+  // one. The bytes are the grammar's; the tokens may not be the ones the model would have
+  // picked to spell them, so the reply after them may differ from a decode without it (it
+  // does for the committed model and the random-weight fixtures: docs/speculative.md).
+  // The last forced token, whose split depends on the text after it, is checked as a guess.
+  // Default off: forced text is a guess checked like any other, the output exactly the model's.
+  bool jump_commit = false;
   // Guesses from the session's draft model (SessionOptions::draft_model), when it has one, where
   // the n-gram lookup has none: greedy, one draft decode per guessed token, stopping at a token
   // the draft model gives less than draft_p_min. Not for prompts with media (the draft model
@@ -301,8 +310,9 @@ struct Stats {
   double media_encode_ms = 0;
   int32_t media_chunks_cached = 0;
   // Speculative decoding: tokens guessed and checked, those the model kept, how many of those
-  // the grammar forced (jump-forward), and the generation's llama_decode calls (n_gen /
-  // decode_calls: tokens per decode; 1 without speculation).
+  // the grammar forced (jump-forward; with jump_commit, those taken unchecked are counted in all
+  // three), and the generation's llama_decode calls (n_gen / decode_calls: tokens per decode;
+  // 1 without speculation).
   int32_t spec_drafted = 0;
   int32_t spec_accepted = 0;
   int32_t spec_forced = 0;

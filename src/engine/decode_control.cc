@@ -66,7 +66,8 @@ void DecodeControl::Govern() {
 }
 
 Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
-                                           const char* phase, bool all_logits) {
+                                           const char* phase, bool all_logits,
+                                           int32_t first_logit) {
   const llama_pos first = pos_->next;
   batch_pos_.resize(static_cast<size_t>(n));
   std::iota(batch_pos_.begin(), batch_pos_.end(), first);
@@ -76,6 +77,8 @@ Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
   b.pos = batch_pos_.data();
   if (all_logits) {
     batch_logits_.assign(static_cast<size_t>(n), 1);
+    const size_t skip = static_cast<size_t>(std::clamp(first_logit, 0, n - 1));
+    std::fill(batch_logits_.begin(), batch_logits_.begin() + static_cast<std::ptrdiff_t>(skip), 0);
     b.logits = batch_logits_.data();
   }
   return Finish(llama_decode(ctx_, b), tokens, n, first, first + n, phase);

@@ -56,9 +56,10 @@ class DecodeControl {
   // cached. kNone on success, kCancelled when the abort callback stopped it, kContextFull when
   // the cache has no room (then nothing of the call stays cached); another failure is
   // kInternal with llama.cpp's message, naming `phase` ("prefill", "decode"). With
-  // `all_logits`, every token's logits are kept (output i of the decode), else the last's.
+  // `all_logits`, the logits of every token from `first_logit` on are kept (read by batch
+  // index), else the last's.
   Result<FinishReason> Decode(const llama_token* tokens, int32_t n, const char* phase,
-                              bool all_logits = false);
+                              bool all_logits = false, int32_t first_logit = 0);
   // Removes the cached tokens from `n` on (a speculative decode's rejected guesses). False
   // when the memory cannot cut a sequence.
   bool CutTo(size_t n) { return cut_cache(ctx_, cached_, pos_, n); }

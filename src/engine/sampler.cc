@@ -182,6 +182,12 @@ Result<llama_token> TokenSampler::Sample(llama_context* ctx, int32_t idx) {
   return tok;
 }
 
+Status TokenSampler::Accept(llama_token tok) {
+  if (grammar_) EDGELLM_RETURN_IF_ERROR(grammar_accept(grammar_.get(), tok));
+  if (chain_) llama_sampler_accept(chain_.get(), tok);
+  return Status::Ok();
+}
+
 std::string TokenSampler::ForcedText(const llama_vocab* vocab, size_t max_bytes) {
   std::string out;
   if (!grammar_ || !index_ || max_bytes == 0) return out;

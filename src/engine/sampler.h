@@ -48,6 +48,10 @@ class TokenSampler {
   // The next token from the logits of output `idx` of the last decode of `ctx` (-1: its last).
   // With a grammar: kInvalidArgument when the grammar allows no token of the vocabulary here.
   Result<llama_token> Sample(llama_context* ctx, int32_t idx = -1);
+  // Takes `tok` as the next token without drawing one (forced text taken unchecked): the
+  // grammar and the repetition history move past it. kInvalidArgument when the grammar
+  // rejects it.
+  Status Accept(llama_token tok);
   // The text the grammar forces next, up to `max_bytes`: bytes while exactly one is allowed
   // and the grammar cannot end (probed with the vocabulary's one-byte tokens on a copy of
   // the grammar). Empty without a grammar, or with one that matches token ids.

@@ -160,9 +160,26 @@ Status Session::Impl::Warmup() {
   if (hello.ok()) toks.insert(toks.end(), hello->begin(), hello->end());
   if (static_cast<int32_t>(toks.size()) > options.n_batch) toks.resize(1);
   int32_t rc = llama_decode(ctx, llama_batch_get_one(toks.data(), static_cast<int32_t>(toks.size())));
-  if (rc == 0) {
-    llama_token next = toks.back();
+  llama_token next = toks.back();
+  if (rc == 0) rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
+  // Where speculation may run: one token's decode and a check-sized batch's (all logits, as a
+  // check asks), timed warm, seed the decode cost model its first guesses are sized by.
+  constexpr int32_t kCheck = 4;
+  const int32_t used = static_cast<int32_t>(toks.size()) + 1;
+  if (rc == 0 && options.n_batch >= kCheck && used + 1 + kCheck <= options.n_ctx &&
+      engine::kv_can_cut_tail(model->model)) {
+    const auto t1 = std::chrono::steady_clock::now();
     rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
+    llama_synchronize(ctx);
+    decode_cost.Record(1, ms_since(t1), options.n_threads);
+    std::vector<llama_token> check(kCheck, next);
+    std::vector<int8_t> all(kCheck, 1);
+    llama_batch b = llama_batch_get_one(check.data(), kCheck);
+    b.logits = all.data();
+    const auto t2 = std::chrono::steady_clock::now();
+    if (rc == 0) rc = llama_decode(ctx, b);
+    llama_synchronize(ctx);
+    if (rc == 0) decode_cost.Record(kCheck, ms_since(t2), options.n_threads);
   }
   ClearKv();
   llama_synchronize(ctx);

@@ -10,6 +10,7 @@
 
 #include "edgellm/session.h"
 #include "engine/decode_control.h"
+#include "engine/decode_cost.h"
 #include "engine/llama_glue_chat.h"
 #include "engine/lora_impl.h"
 #include "engine/model_impl.h"
@@ -48,6 +49,9 @@ struct Session::Impl {
   std::atomic<bool> generating{false};
   std::vector<std::pair<std::shared_ptr<const LoraAdapter>, float>> loras;
   double warmup_ms = 0;
+  // What a decode of n tokens costs here, for speculation: timed at warm-up, then by every
+  // generation's decodes.
+  engine::DecodeCost decode_cost;
   // The tokens whose KV cells the context holds in sequence 0, and their positions (0..size()-1
   // but for M-RoPE media: decode_control.h). Every decode appends to both (DecodeControl),
   // every removal trims both (engine::cut_cache): it is what a later call may reuse.

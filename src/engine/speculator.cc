@@ -12,9 +12,14 @@ namespace {
 constexpr int32_t kMaxDraft = kMaxDraftTokens;
 constexpr double kAlpha = 0.15;  // weight of the newest sample in the moving averages
 // Steps in a row with a guess not taken before one small guess is checked anyway, so that a
-// source whose acceptance fell (or a cost that rose) is measured again.
+// source whose acceptance fell (or a cost that rose) is measured again: every 16 steps at
+// least, fewer where a check costs more, so that exploring costs at most kExploreBudget of
+// plain decode's time (a 2-token check costing 1.8 one-token decodes: every 40 steps).
 constexpr int32_t kExploreEvery = 16;
-constexpr int32_t kExploreSize = 2;
+constexpr int32_t kExploreSize = 1;
+constexpr double kExploreBudget = 0.02;
+// Decodes in a row with a guess before one is made plain, to time a one-token decode.
+constexpr int32_t kMeasureOneEvery = 32;
 
 double ema(double old, double sample) { return old + kAlpha * (sample - old); }
 
@@ -64,34 +69,27 @@ std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, in
   return out;
 }
 
-void DecodeCost::Record(int32_t batch, double ms) {
-  if (batch < 1 || !(ms > 0)) return;
-  if (batch == 1) {
-    one_ms_ = one_ms_ == 0 ? ms : ema(one_ms_, ms);
-    return;
-  }
-  if (one_ms_ == 0) return;  // nothing to compare with yet
-  const double sample = std::clamp((ms / one_ms_ - 1.0) / (batch - 1), 0.0, 2.0);
-  slope_ = ema(slope_, sample);
-}
-
 Speculator::Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-                       bool enabled, DraftModel* draft)
+                       bool enabled, DraftModel* draft, DecodeCost* cost)
     : o_(o),
       vocab_(vocab),
       n_vocab_(n_vocab),
       enabled_(enabled && o.max_draft > 0 && (o.ngram || o.jump || (o.draft && draft))),
+      cost_(cost ? cost : &own_cost_),
       model_(o.draft ? draft : nullptr) {}
 
 const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>& cached,
                                                   llama_token pending, TokenSampler& sampler,
                                                   int32_t room, int32_t n_threads,
-                                                  int32_t* n_forced) {
+                                                  int32_t* n_forced, int32_t* n_commit) {
   draft_.clear();
-  *n_forced = 0;
+  *n_forced = *n_commit = 0;
   source_ = Source::kNone;
   room = std::min(room, o_.max_draft);
   if (!enabled_ || room <= 0) return draft_;
+  // One plain decode now and then keeps one token's time measured at the cache's depth, which
+  // every cost comparison divides by.
+  if (o_.adaptive && cost_->since_one() >= kMeasureOneEvery) return draft_;
   if (o_.jump && sampler.constrained()) {
     // A token is rarely longer than 16 bytes: enough forced text for `room` tokens.
     const std::string text = sampler.ForcedText(vocab_, static_cast<size_t>(room) * 16);
@@ -104,6 +102,8 @@ const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>
         }
       }
       *n_forced = static_cast<int32_t>(draft_.size());
+      // All but the last: its split may change with the text that follows.
+      if (o_.jump_commit) *n_commit = std::max(0, *n_forced - 1);
     }
   }
   const auto left = [&] { return room - static_cast<int32_t>(draft_.size()); };
@@ -121,7 +121,7 @@ const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>
     draft_.insert(draft_.end(), more.begin(), more.end());
   }
   if (model_ && source_ == Source::kNone && left() > 0) {
-    const int32_t want = ChooseModel(*n_forced, left());
+    const int32_t want = ChooseModel(*n_commit, *n_forced, left());
     if (want > 0) {
       const std::vector<llama_token>& more = model_->Guess(history_, want, o_.draft_p_min,
                                                            n_threads);
@@ -132,64 +132,67 @@ const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>
   // A draft model's guesses were sized by ChooseModel (with their own cost, or as an
   // exploration): checked as they are.
   if (source_ != Source::kModel) {
-    draft_.resize(static_cast<size_t>(Choose(*n_forced, static_cast<int32_t>(draft_.size()))));
+    draft_.resize(static_cast<size_t>(
+        Choose(*n_commit, *n_forced, static_cast<int32_t>(draft_.size()))));
   }
   *n_forced = std::min(*n_forced, static_cast<int32_t>(draft_.size()));
+  *n_commit = std::min(*n_commit, *n_forced);
   return draft_;
 }
 
 bool Speculator::Explore() {
-  if (++idle_ < kExploreEvery) return false;
+  const double extra = cost_->Relative(1 + kExploreSize) - 1.0;
+  const int32_t every = std::max(kExploreEvery, static_cast<int32_t>(extra / kExploreBudget));
+  if (++idle_ < every) return false;
   idle_ = 0;
   return true;
 }
 
-int32_t Speculator::Choose(int32_t n_forced, int32_t n_total) {
+int32_t Speculator::Choose(int32_t n_commit, int32_t n_forced, int32_t n_total) {
   if (n_total == 0 || !o_.adaptive) return n_total;
+  // Tokens taken unchecked are the grammar's text, decoded in this batch or one by one in the
+  // next steps: always in the batch. What comes after them is weighed as a guess.
   // Expected tokens from one decode that checks k guesses: 1 (the model's own next token)
   // plus, for each guess, the chance that it and all before it are kept. Per unit of cost.
   // (A draft model's guesses are paid for by now: only the check's cost counts.)
   const double accept_tail = source_ == Source::kModel ? accept_model_ : accept_ngram_;
-  double best = 1.0 / cost_.Relative(1), expected = 1.0, p = 1.0;
+  double best = 1.0 / cost_->Relative(1), expected = 1.0, p = 1.0;
   int32_t best_k = 0;
   for (int32_t k = 1; k <= n_total; ++k) {
-    p *= k <= n_forced ? accept_forced_ : accept_tail;
+    p *= k <= n_commit ? 1.0 : k <= n_forced ? accept_forced_ : accept_tail;
     expected += p;
-    const double rate = expected / cost_.Relative(k + 1);
-    if (rate > best) {
+    const double rate = expected / cost_->Relative(k + 1);
+    if (k <= n_commit || rate > best) {
       best = rate;
       best_k = k;
     }
   }
-  if (best_k > 0) {
+  if (best_k > n_commit) {
     idle_ = 0;
     return best_k;
   }
+  if (n_commit > 0) return n_commit;  // the unchecked text alone
   return Explore() ? std::min(n_total, kExploreSize) : 0;
 }
 
-double Speculator::TargetMs() const {
-  return cost_.one_ms() > 0 ? cost_.one_ms() : one_est_ms_;
-}
-
-int32_t Speculator::ChooseModel(int32_t n_forced, int32_t room) {
+int32_t Speculator::ChooseModel(int32_t n_commit, int32_t n_forced, int32_t room) {
   if (!o_.adaptive) return room;
   // Each draft token costs `d` target decodes; the draft stops early at a weak token, so this
   // is what asking for up to j tokens costs at most.
-  const double target_ms = TargetMs();
+  const double target_ms = cost_->one_ms();
   const double d = model_->token_ms() > 0 && target_ms > 0 ? model_->token_ms() / target_ms
                                                            : model_->relative_guess();
   double expected = 1.0, p = 1.0;
   for (int32_t i = 0; i < n_forced; ++i) {
-    p *= accept_forced_;
+    p *= i < n_commit ? 1.0 : accept_forced_;
     expected += p;
   }
-  double best = expected / cost_.Relative(n_forced + 1);
+  double best = expected / cost_->Relative(n_forced + 1);
   int32_t best_j = 0;
   for (int32_t j = 1; j <= room; ++j) {
     p *= accept_model_;
     expected += p;
-    const double rate = expected / (cost_.Relative(n_forced + j + 1) + j * d);
+    const double rate = expected / (cost_->Relative(n_forced + j + 1) + j * d);
     if (rate > best) {
       best = rate;
       best_j = j;
@@ -200,14 +203,12 @@ int32_t Speculator::ChooseModel(int32_t n_forced, int32_t room) {
 }
 
 void Speculator::Record(int32_t batch, double ms, int32_t drafted, int32_t forced,
-                        int32_t accepted) {
-  cost_.Record(batch, ms);
-  const double per_one = ms / cost_.Relative(batch);
-  if (per_one > 0) one_est_ms_ = one_est_ms_ == 0 ? per_one : ema(one_est_ms_, per_one);
+                        int32_t accepted, int32_t n_threads, int32_t committed) {
+  cost_->Record(batch, ms, n_threads);
   // Each guess whose predecessors were all kept tells whether this one is: up to the first
   // rejection.
   double& tail = source_ == Source::kModel ? accept_model_ : accept_ngram_;
-  for (int32_t i = 0; i < drafted && i <= accepted; ++i) {
+  for (int32_t i = committed; i < drafted && i <= accepted; ++i) {
     double& a = i < forced ? accept_forced_ : tail;
     a = ema(a, i < accepted ? 1.0 : 0.0);
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "edgellm/session.h"
+#include "engine/decode_cost.h"
 #include "engine/draft_model.h"
 #include "engine/sampler.h"
 
@@ -31,70 +32,59 @@ Status validate_speculative(const SpeculativeOptions& o);
 std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, int32_t n_min,
                                      int32_t n_max, int32_t room, int32_t n_vocab);
 
-// The decode cost model: ms(batch) = one * (1 + slope * (batch - 1)), both measured as
-// exponential moving averages (slope starts at a guess of 0.1 until a batch is timed).
-class DecodeCost {
- public:
-  void Record(int32_t batch, double ms);
-  // Relative cost of a batch of `batch` tokens (1 for one token).
-  double Relative(int32_t batch) const { return 1.0 + slope_ * (batch - 1); }
-  double one_ms() const { return one_ms_; }
-  double slope() const { return slope_; }
-
- private:
-  double one_ms_ = 0;   // 0 until a one-token decode is timed
-  double slope_ = 0.1;  // extra cost of each further token, relative to one
-};
-
 class Speculator {
  public:
   // `enabled`: whether this context may speculate at all (a memory that can cut its cells, a
   // batch of more than one token).
-  // `draft` (may be null): the session's draft model.
+  // `draft` (may be null): the session's draft model. `cost` (may be null: one of its own):
+  // the session's decode cost model, which Record() updates.
   Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-             bool enabled, DraftModel* draft = nullptr);
+             bool enabled, DraftModel* draft = nullptr, DecodeCost* cost = nullptr);
 
   bool enabled() const { return enabled_; }
   // The guess after the tokens in the cache (`cached`) and `pending` (sampled, not decoded),
   // at most `room` tokens. `sampler`'s grammar (already past `pending`) gives the forced text.
-  // Sets *n_forced to how many of the guess's first tokens are the grammar's. `n_threads`:
+  // Sets *n_forced to how many of the guess's first tokens are the grammar's, and *n_commit to
+  // how many of those are taken without a check (jump_commit). `n_threads`:
   // the threads the governor allows now (the draft model's decodes use them too).
   const std::vector<llama_token>& Draft(const std::vector<llama_token>& cached,
                                         llama_token pending, TokenSampler& sampler, int32_t room,
-                                        int32_t n_threads, int32_t* n_forced);
+                                        int32_t n_threads, int32_t* n_forced,
+                                        int32_t* n_commit);
   // Whether the last Draft's guesses after the forced ones came from the draft model.
   bool last_from_model() const { return source_ == Source::kModel; }
   // After a decode of `batch` tokens that took `ms`: of a guess of `drafted` tokens
-  // (`forced` of them first, from the grammar), the first `accepted` were kept.
-  void Record(int32_t batch, double ms, int32_t drafted, int32_t forced, int32_t accepted);
+  // (`forced` of them first, from the grammar, `committed` of those taken unchecked), the first
+  // `accepted` were kept.
+  // `n_threads`: the threads that decode ran with.
+  void Record(int32_t batch, double ms, int32_t drafted, int32_t forced, int32_t accepted,
+              int32_t n_threads = 0, int32_t committed = 0);
 
-  const DecodeCost& cost() const { return cost_; }
+  const DecodeCost& cost() const { return *cost_; }
   double accept_forced() const { return accept_forced_; }
   double accept_ngram() const { return accept_ngram_; }
   double accept_model() const { return accept_model_; }
 
  private:
   enum class Source { kNone, kNgram, kModel };
-  // How many of a guess of `n_total` tokens (`n_forced` first, the rest from source_) to check.
-  int32_t Choose(int32_t n_forced, int32_t n_total);
+  // How many of a guess of `n_total` tokens (`n_commit` first, certain, then forced ones up to
+  // `n_forced`, the rest from source_) to check.
+  int32_t Choose(int32_t n_commit, int32_t n_forced, int32_t n_total);
   // How many tokens to ask the draft model for after `n_forced` forced ones, at most `room`:
   // its guesses cost a draft decode each, on top of the longer check.
-  int32_t ChooseModel(int32_t n_forced, int32_t room);
+  int32_t ChooseModel(int32_t n_commit, int32_t n_forced, int32_t room);
   // After `explored` steps that checked nothing: whether to check a small guess anyway.
   bool Explore();
-  // One target decode's time, as measured so far (0 before any).
-  double TargetMs() const;
-
   SpeculativeOptions o_;
   const llama_vocab* vocab_;
   int32_t n_vocab_;
   bool enabled_;
-  DecodeCost cost_;
+  DecodeCost own_cost_;
+  DecodeCost* cost_;
   DraftModel* model_;
   Source source_ = Source::kNone;
   // EMA of P(kept | the ones before kept), per source.
   double accept_forced_ = 0.9, accept_ngram_ = 0.6, accept_model_ = 0.6;
-  double one_est_ms_ = 0;  // EMA of each decode's time over its relative cost
   int32_t idle_ = 0;  // steps in a row that had a guess and checked none
   std::vector<llama_token> history_, draft_;
 };

@@ -49,7 +49,7 @@ Result<FinishReason> TokenGenerator::Run(
     return r;
   };
   Speculator spec(o.speculative, vocab_, limits.n_vocab, limits.can_cut && limits.n_batch > 1,
-                  limits.draft);
+                  limits.draft, limits.cost);
   std::vector<llama_token> batch;
 
   if (control_.cancelled()) return finish(FinishReason::kCancelled);
@@ -74,21 +74,23 @@ Result<FinishReason> TokenGenerator::Run(
     // last guess is the last one generated).
     const size_t base = control_.cached().size();
     batch.assign(1, tok);
-    int32_t n_forced = 0;
+    int32_t n_forced = 0, n_commit = 0;
     if (spec.enabled()) {
       const int32_t room = std::min({limits.n_ctx - control_.n_cached() - 1,
                                      limits.n_batch - 1, o.max_tokens - st->n_gen - 1});
       if (room > 0) {
         const std::vector<llama_token>& draft =
-            spec.Draft(control_.cached(), tok, sampler_, room, control_.threads(), &n_forced);
+            spec.Draft(control_.cached(), tok, sampler_, room, control_.threads(), &n_forced,
+                       &n_commit);
         batch.insert(batch.end(), draft.begin(), draft.end());
       }
     }
     int32_t k = static_cast<int32_t>(batch.size()) - 1;
     const auto t0 = Clock::now();
-    Result<FinishReason> r = control_.Decode(batch.data(), k + 1, "decode", k > 0);
+    // Logits from the last unchecked token on: the places before it are not sampled.
+    Result<FinishReason> r = control_.Decode(batch.data(), k + 1, "decode", k > 0, n_commit);
     if (r.ok() && *r == FinishReason::kContextFull && k > 0) {  // no cells for the guess
-      k = n_forced = 0;
+      k = n_forced = n_commit = 0;
       r = control_.Decode(&tok, 1, "decode");
     }
     if (!r.ok()) return r.status();
@@ -96,9 +98,25 @@ Result<FinishReason> TokenGenerator::Run(
     ++st->decode_calls;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 
-    // The model's tokens at each place, in order: a guess stays while it is the one sampled.
+    // The model's tokens at each place, in order: the unchecked forced tokens stay, then a
+    // guess stays while it is the one sampled.
     int32_t accepted = 0;
     for (int32_t i = 0; i <= k; ++i) {
+      if (i < n_commit) {
+        const Status taken = sampler_.Accept(batch[static_cast<size_t>(i) + 1]);
+        if (!taken.ok()) {
+          control_.CutTo(base + 1 + static_cast<size_t>(i));
+          return taken;
+        }
+        sampled();
+        ++accepted;
+        reason = Emit(batch[static_cast<size_t>(i) + 1], o, st);
+        if (reason != FinishReason::kNone) {
+          control_.CutTo(base + 1 + static_cast<size_t>(i));
+          break;
+        }
+        continue;
+      }
       next = sampler_.Sample(control_.context(), k > 0 ? i : -1);
       if (!next.ok()) {
         control_.CutTo(base + 1 + static_cast<size_t>(i));
@@ -118,7 +136,7 @@ Result<FinishReason> TokenGenerator::Run(
       tok = *next;
       break;
     }
-    spec.Record(k + 1, ms, k, n_forced, accepted);
+    spec.Record(k + 1, ms, k, n_forced, accepted, control_.threads(), n_commit);
     st->spec_drafted += k;
     st->spec_accepted += accepted;
     st->spec_forced += std::min(accepted, n_forced);

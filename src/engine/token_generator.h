@@ -18,6 +18,7 @@
 
 namespace edgellm::engine {
 
+class DecodeCost;
 class DraftModel;
 
 class TokenGenerator {
@@ -35,6 +36,7 @@ class TokenGenerator {
     int32_t n_vocab = 0;
     bool can_cut = false;
     DraftModel* draft = nullptr;  // the session's draft model, when this call may use it
+    DecodeCost* cost = nullptr;   // the session's decode cost model (null: this call's own)
   };
 
   // Generates within `limits`. Stops at an end-of-generation token (unless

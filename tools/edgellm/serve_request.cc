@@ -110,20 +110,20 @@ bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string
     return true;
   }
   if (!v.is_object()) {
-    *err = "speculative must be true, false or an object {ngram, jump, draft, max_draft, "
-           "adaptive}";
+    *err = "speculative must be true, false or an object {ngram, jump, jump_commit, draft, "
+           "max_draft, adaptive}";
     return false;
   }
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& k = it.key();
     const json& x = it.value();
-    if (k == "ngram" || k == "jump" || k == "draft" || k == "adaptive") {
+    if (k == "ngram" || k == "jump" || k == "jump_commit" || k == "draft" || k == "adaptive") {
       if (!x.is_boolean()) {
         *err = "speculative." + k + " must be true or false";
         return false;
       }
-      (k == "ngram" ? s.ngram : k == "jump" ? s.jump : k == "draft" ? s.draft : s.adaptive) =
-          x.get<bool>();
+      (k == "ngram" ? s.ngram : k == "jump" ? s.jump : k == "jump_commit" ? s.jump_commit
+       : k == "draft" ? s.draft : s.adaptive) = x.get<bool>();
     } else if (k == "max_draft") {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > 16) {
         *err = "speculative.max_draft must be an integer from 0 (off) to 16";
@@ -132,7 +132,7 @@ bool read_speculative(const json& body, edgellm::GenerateOptions* o, std::string
       s.max_draft = x.get<int32_t>();
     } else {
       *err = "speculative has no field '" + k.substr(0, 40) +
-             "': use ngram, jump, draft, max_draft, adaptive";
+             "': use ngram, jump, jump_commit, draft, max_draft, adaptive";
       return false;
     }
   }

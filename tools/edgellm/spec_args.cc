@@ -12,7 +12,9 @@ void add_spec_options(CLI::App* cmd, SpecArgs* s) {
   cmd->add_option("--spec", s->sources,
                   "Speculative decoding's guesses, checked in the same decode: ngram (the "
                   "tokens that followed the last few where they appeared before), jump (the "
-                  "text a grammar or schema forces), draft:FILE (a smaller model with the same "
+                  "text a grammar or schema forces, checked), jump-commit (that text taken "
+                  "unchecked in the tokenizer's split: faster, not exact), draft:FILE (a "
+                  "smaller model with the same "
                   "tokenizer, e.g. Qwen2.5-0.5B for 1.5B, in a context of its own), a "
                   "comma-separated list of them (default ngram,jump), or off");
   cmd->add_option("--spec-max", s->max_draft, "Tokens guessed per decode at most (default 8, "
@@ -39,12 +41,14 @@ edgellm::Status apply_spec(const SpecArgs& s, edgellm::GenerateOptions* go) {
       o.ngram = true;
     } else if (item == "jump") {
       o.jump = true;
+    } else if (item == "jump-commit") {
+      o.jump = o.jump_commit = true;
     } else if (item.rfind("draft:", 0) == 0 && item.size() > 6 && !o.draft) {
       o.draft = true;
     } else {
       return edgellm::Status::InvalidArgument(
           "--spec '" + s.sources + "': '" + item +
-          "' is not a source: use ngram, jump, draft:FILE (once), a list such as "
+          "' is not a source: use ngram, jump, jump-commit, draft:FILE (once), a list such as "
           "ngram,jump,draft:FILE, or off");
     }
   }

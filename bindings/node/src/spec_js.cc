@@ -15,13 +15,15 @@ bool read_speculative(napi_env env, napi_value options, SpeculativeOptions* out)
   }
   if (t != napi_object) {
     napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE",
-                          "speculative must be a boolean or {ngram, jump, draft, draftPMin, maxDraft, adaptive}");
+                          "speculative must be a boolean or {ngram, jump, jumpCommit, draft, "
+                          "draftPMin, maxDraft, adaptive}");
     return false;
   }
   // The range of maxDraft is the library's check (validate_speculative): a RangeError-like
   // error from generate names it.
   double p_min = out->draft_p_min;
   if (!(opt_bool(env, *v, "ngram", &out->ngram) && opt_bool(env, *v, "jump", &out->jump) &&
+        opt_bool(env, *v, "jumpCommit", &out->jump_commit) &&
         opt_bool(env, *v, "draft", &out->draft) && opt_number(env, *v, "draftPMin", &p_min) &&
         opt_int(env, *v, "maxDraft", &out->max_draft) &&
         opt_bool(env, *v, "adaptive", &out->adaptive))) {
