@@ -199,6 +199,7 @@ Result<Generation> Session::Impl::Run(std::vector<llama_token> toks, const Gener
     limits.can_cut = engine::kv_can_cut_tail(model->model);
     if (o.speculative.draft) limits.draft = draft.get();
     limits.cost = &decode_cost;
+    limits.forced_accept = &forced_accept;
     reason = generator.Run(limits, o, t_start, &st, make_room);
     if (!reason.ok()) return reason.status();
   }

@@ -162,24 +162,24 @@ Status Session::Impl::Warmup() {
   int32_t rc = llama_decode(ctx, llama_batch_get_one(toks.data(), static_cast<int32_t>(toks.size())));
   llama_token next = toks.back();
   if (rc == 0) rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
-  // Where speculation may run: one token's decode and a check-sized batch's (all logits, as a
-  // check asks), timed warm, seed the decode cost model its first guesses are sized by.
-  constexpr int32_t kCheck = 4;
-  const int32_t used = static_cast<int32_t>(toks.size()) + 1;
-  if (rc == 0 && options.n_batch >= kCheck && used + 1 + kCheck <= options.n_ctx &&
+  // Where speculation may run: one token's decode and check-sized batches' (all logits, as a
+  // check asks; 2 = one guess, the most common check, and 4 = a step of ggml's repacked
+  // kernels), timed warm, seed the decode cost model its first guesses are sized by.
+  constexpr int32_t kSizes[] = {1, 2, 4};
+  const int32_t used = static_cast<int32_t>(toks.size()) + 1;  // cells so far
+  if (rc == 0 && options.n_batch >= 4 && used + 7 <= options.n_ctx &&
       engine::kv_can_cut_tail(model->model)) {
-    const auto t1 = std::chrono::steady_clock::now();
-    rc = llama_decode(ctx, llama_batch_get_one(&next, 1));
-    llama_synchronize(ctx);
-    decode_cost.Record(1, ms_since(t1), options.n_threads);
-    std::vector<llama_token> check(kCheck, next);
-    std::vector<int8_t> all(kCheck, 1);
-    llama_batch b = llama_batch_get_one(check.data(), kCheck);
-    b.logits = all.data();
-    const auto t2 = std::chrono::steady_clock::now();
-    if (rc == 0) rc = llama_decode(ctx, b);
-    llama_synchronize(ctx);
-    if (rc == 0) decode_cost.Record(kCheck, ms_since(t2), options.n_threads);
+    std::vector<llama_token> check(4, next);
+    std::vector<int8_t> all(4, 1);
+    for (int32_t n : kSizes) {
+      llama_batch b = llama_batch_get_one(check.data(), n);
+      if (n > 1) b.logits = all.data();
+      const auto t1 = std::chrono::steady_clock::now();
+      rc = llama_decode(ctx, b);
+      llama_synchronize(ctx);
+      if (rc != 0) break;
+      decode_cost.Record(n, ms_since(t1), options.n_threads);
+    }
   }
   ClearKv();
   llama_synchronize(ctx);

@@ -52,6 +52,9 @@ struct Session::Impl {
   // What a decode of n tokens costs here, for speculation: timed at warm-up, then by every
   // generation's decodes.
   engine::DecodeCost decode_cost;
+  // How often this model keeps a forced (jump-forward) guess, across generations: starts at
+  // the prior 0.9, moved by every checked forced guess.
+  double forced_accept = 0.9;
   // The tokens whose KV cells the context holds in sequence 0, and their positions (0..size()-1
   // but for M-RoPE media: decode_control.h). Every decode appends to both (DecodeControl),
   // every removal trims both (engine::cut_cache): it is what a later call may reuse.

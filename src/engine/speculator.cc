@@ -70,13 +70,17 @@ std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, in
 }
 
 Speculator::Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-                       bool enabled, DraftModel* draft, DecodeCost* cost)
+                       bool enabled, DraftModel* draft, DecodeCost* cost,
+                       double* forced_accept)
     : o_(o),
       vocab_(vocab),
       n_vocab_(n_vocab),
       enabled_(enabled && o.max_draft > 0 && (o.ngram || o.jump || (o.draft && draft))),
       cost_(cost ? cost : &own_cost_),
-      model_(o.draft ? draft : nullptr) {}
+      forced_accept_(forced_accept),
+      model_(o.draft ? draft : nullptr) {
+  if (forced_accept_) accept_forced_ = *forced_accept_;
+}
 
 const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>& cached,
                                                   llama_token pending, TokenSampler& sampler,
@@ -212,6 +216,7 @@ void Speculator::Record(int32_t batch, double ms, int32_t drafted, int32_t force
     double& a = i < forced ? accept_forced_ : tail;
     a = ema(a, i < accepted ? 1.0 : 0.0);
   }
+  if (forced_accept_ && forced > committed) *forced_accept_ = accept_forced_;
 }
 
 }  // namespace edgellm::engine

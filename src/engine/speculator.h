@@ -37,9 +37,13 @@ class Speculator {
   // `enabled`: whether this context may speculate at all (a memory that can cut its cells, a
   // batch of more than one token).
   // `draft` (may be null): the session's draft model. `cost` (may be null: one of its own):
-  // the session's decode cost model, which Record() updates.
+  // the session's decode cost model, which Record() updates. `forced_accept` (may be null):
+  // the session's estimate of how often the model keeps a forced guess — a property of the
+  // model (whether it spells forced text the tokenizer's way), not of the request — which
+  // this generation starts from and updates.
   Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
-             bool enabled, DraftModel* draft = nullptr, DecodeCost* cost = nullptr);
+             bool enabled, DraftModel* draft = nullptr, DecodeCost* cost = nullptr,
+             double* forced_accept = nullptr);
 
   bool enabled() const { return enabled_; }
   // The guess after the tokens in the cache (`cached`) and `pending` (sampled, not decoded),
@@ -81,6 +85,7 @@ class Speculator {
   bool enabled_;
   DecodeCost own_cost_;
   DecodeCost* cost_;
+  double* forced_accept_;
   DraftModel* model_;
   Source source_ = Source::kNone;
   // EMA of P(kept | the ones before kept), per source.

@@ -49,7 +49,7 @@ Result<FinishReason> TokenGenerator::Run(
     return r;
   };
   Speculator spec(o.speculative, vocab_, limits.n_vocab, limits.can_cut && limits.n_batch > 1,
-                  limits.draft, limits.cost);
+                  limits.draft, limits.cost, limits.forced_accept);
   std::vector<llama_token> batch;
 
   if (control_.cancelled()) return finish(FinishReason::kCancelled);

@@ -37,6 +37,7 @@ class TokenGenerator {
     bool can_cut = false;
     DraftModel* draft = nullptr;  // the session's draft model, when this call may use it
     DecodeCost* cost = nullptr;   // the session's decode cost model (null: this call's own)
+    double* forced_accept = nullptr;  // the session's forced-guess acceptance (null: a prior)
   };
 
   // Generates within `limits`. Stops at an end-of-generation token (unless
