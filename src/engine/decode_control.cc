@@ -77,8 +77,7 @@ Result<FinishReason> DecodeControl::Decode(const llama_token* tokens, int32_t n,
   b.pos = batch_pos_.data();
   if (all_logits) {
     batch_logits_.assign(static_cast<size_t>(n), 1);
-    const size_t skip = static_cast<size_t>(std::clamp(first_logit, 0, n - 1));
-    std::fill(batch_logits_.begin(), batch_logits_.begin() + static_cast<std::ptrdiff_t>(skip), 0);
+    std::fill_n(batch_logits_.begin(), std::clamp(first_logit, 0, n - 1), 0);
     b.logits = batch_logits_.data();
   }
   return Finish(llama_decode(ctx_, b), tokens, n, first, first + n, phase);

@@ -66,10 +66,6 @@ void DecodeCost::Fit() {
   one_ms_ = y / (1.0 + slope_ * x);
 }
 
-}  // namespace edgellm::engine
-
-namespace edgellm::engine {
-
 double DecodeCost::Relative(int32_t batch) const {
   if (batch <= 1) return 1.0;
   const double ms1 = timed(1) ? ms_[1] : one_ms_;

@@ -102,22 +102,13 @@ Result<FinishReason> TokenGenerator::Run(
     // guess stays while it is the one sampled.
     int32_t accepted = 0;
     for (int32_t i = 0; i <= k; ++i) {
-      if (i < n_commit) {
+      if (i < n_commit) {  // taken unchecked: the guess is the token
         const Status taken = sampler_.Accept(batch[static_cast<size_t>(i) + 1]);
-        if (!taken.ok()) {
-          control_.CutTo(base + 1 + static_cast<size_t>(i));
-          return taken;
-        }
-        sampled();
-        ++accepted;
-        reason = Emit(batch[static_cast<size_t>(i) + 1], o, st);
-        if (reason != FinishReason::kNone) {
-          control_.CutTo(base + 1 + static_cast<size_t>(i));
-          break;
-        }
-        continue;
+        next = taken.ok() ? Result<llama_token>(batch[static_cast<size_t>(i) + 1])
+                          : Result<llama_token>(taken);
+      } else {
+        next = sampler_.Sample(control_.context(), k > 0 ? i : -1);
       }
-      next = sampler_.Sample(control_.context(), k > 0 ? i : -1);
       if (!next.ok()) {
         control_.CutTo(base + 1 + static_cast<size_t>(i));
         return next.status();
