@@ -257,7 +257,10 @@ export interface SpeculativeOptions {
   /** Tokens guessed per decode at most: 0 turns speculation off. Default 8, at most 16. */
   maxDraft?: number;
   /** Guess fewer (or none) when the measured acceptance and decode cost say guessing loses.
-   * Default true; false always guesses maxDraft when a source has a guess (benchmarks). */
+   * Default true; false always guesses maxDraft when a source has a guess (benchmarks), which
+   * also makes the batch shapes, and so a greedy reply, the same run after run: the adaptive
+   * choice follows measured time, and where batched and one-token logits differ in their last
+   * bits (random-weight models) the text can change with it (docs/speculative.md). */
   adaptive?: boolean;
 }
 
