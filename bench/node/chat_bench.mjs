@@ -33,6 +33,7 @@ const { values: opt } = parseArgs({
     ctx: { type: "string", default: "4096" },
     reply: { type: "string", default: "48" },
     rounds: { type: "string", default: "2" },
+    gap: { type: "string", default: "0" },
     parts: { type: "string", default: "serve,node" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
@@ -40,7 +41,8 @@ const { values: opt } = parseArgs({
 });
 if (opt.help) {
   console.log("usage: node bench/node/chat_bench.mjs [-m MODEL] [--turns 10] [--threads 2] " +
-              "[--ctx 4096] [--reply 48] [--rounds 2] [--parts serve,node] [--json]");
+              "[--ctx 4096] [--reply 48] [--rounds 2] [--gap MS (a pause before each of --parts node's " +
+              "timed turns, as a user's typing gives: default 0, back to back)] [--parts serve,node] [--json]");
   process.exit(0);
 }
 const cfg = { model: path.resolve(opt.model), turns: Number(opt.turns), threads: Number(opt.threads),
@@ -168,6 +170,12 @@ function startChild(lib) {
   };
 }
 
+const gapMs = Number(opt.gap);
+if (!Number.isFinite(gapMs) || gapMs < 0 || gapMs > 60_000) {
+  console.error(`--gap ${opt.gap}: use milliseconds from 0 to 60000`);
+  process.exit(2);
+}
+
 async function nodePart() {
   log(`node: edgellm Node API and node-llama-cpp LlamaChatSession, ${cfg.rounds} rounds; per ` +
       "round one child process each, both loaded, turns interleaved (order alternating) ...");
@@ -180,6 +188,7 @@ async function nodePart() {
     runs.nlc.push([]);
     for (let t = 0; t < cfg.turns; t++) {
       for (const lib of (r + t) % 2 === 0 ? ["edgellm", "nlc"] : ["nlc", "edgellm"]) {
+        if (gapMs > 0) await sleep(gapMs);
         const res = await kids[lib].turn();
         runs[lib].at(-1).push(res.ttft);
         prefilled[lib][t] = res.prefilled;
