@@ -54,9 +54,7 @@ std::unique_ptr<Session> new_session(int32_t n_ctx = 1024, bool shift = true) {
 GenerateOptions greedy(int32_t n) {
   GenerateOptions g;
   g.temperature = 0;
-  // Speculation's adaptive choice follows measured time, so batch shapes (and the last bits of a
-  // random-weight model's logits) could differ between runs: check every guess instead, which
-  // makes them a function of the text (docs/speculative.md, "Reproducible output").
+  // Every guess checked: the same greedy text run after run (docs/speculative.md).
   g.speculative.adaptive = false;
   g.max_tokens = n;
   g.ignore_eos = true;

@@ -73,9 +73,7 @@ class GovernedGenerationTest : public PowerTest {
   GenerateOptions Greedy(int n) {
     GenerateOptions g;
     g.temperature = 0;
-    // Speculation's adaptive choice follows measured time, so batch shapes (and the last bits of a
-    // random-weight model's logits) could differ between runs: check every guess instead, which
-    // makes them a function of the text (docs/speculative.md, "Reproducible output").
+    // Every guess checked: the same greedy text run after run (docs/speculative.md).
     g.speculative.adaptive = false;
     g.max_tokens = n;
     g.stream_every_tokens = 1;

@@ -83,7 +83,12 @@ async function round(mode) {
 }
 
 if (opt.child !== undefined) {
-  console.log(JSON.stringify(await round(modes[Number(opt.child)])));
+  const mode = modes[Number(opt.child)];
+  if (!mode) {
+    console.error(`--child ${opt.child}: an internal flag, 0 to ${modes.length - 1}`);
+    process.exit(2);
+  }
+  console.log(JSON.stringify(await round(mode)));
   process.exit(0);
 }
 const results = [];

@@ -10,9 +10,7 @@ const edgellm = require('..');
 const { model, scratch } = require('../testutil/fixtures');
 
 const { Model } = edgellm;
-// Speculation's adaptive choice follows measured time, so the batch shapes, and with them the
-// last bits of a random-weight model's logits, can differ between runs; checking every guess
-// makes them a function of the text alone (docs/speculative.md, "Reproducible output").
+// Every guess checked: the same greedy text run after run (docs/speculative.md).
 const greedy = { temperature: 0, maxTokens: 12, speculative: { adaptive: false } };
 const system = 'You are an assistant on a phone. 回答要简短。';
 const turns = ['你好', 'What can you do offline?', '再说一遍，简短一点。'];

@@ -8,9 +8,7 @@ const edgellm = require('..');
 const { cli, model } = require('../testutil/fixtures');
 
 const { Model } = edgellm;
-// Speculation's adaptive choice follows measured time, so the batch shapes, and with them the
-// last bits of a random-weight model's logits, can differ between runs; checking every guess
-// makes them a function of the text alone (docs/speculative.md, "Reproducible output").
+// Every guess checked: the same greedy text run after run (docs/speculative.md).
 const greedy = { temperature: 0, ignoreEos: true, speculative: { adaptive: false } };
 
 test('the seed contract: InitModel + Generate give the same greedy text as the C++ CLI', async () => {

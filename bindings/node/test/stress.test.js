@@ -9,9 +9,7 @@ const edgellm = require('..');
 const { model } = require('../testutil/fixtures');
 
 const { Model } = edgellm;
-// Speculation's adaptive choice follows measured time, so the batch shapes, and with them the
-// last bits of a random-weight model's logits, can differ between runs; checking every guess
-// makes them a function of the text alone (docs/speculative.md, "Reproducible output").
+// Every guess checked: the same greedy text run after run (docs/speculative.md).
 const greedy = { temperature: 0, ignoreEos: true, speculative: { adaptive: false } };
 
 // RSS after a full V8 collection, so JS garbage not yet collected does not count as growth.
