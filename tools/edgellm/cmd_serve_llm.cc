@@ -456,6 +456,9 @@ int serve_llm(LlmServeArgs a) {
   llm.Routes(server);
   server.set_logger(log_request);
   server.set_read_timeout(30, 0);
+  // Each write goes out at once: with Nagle's algorithm on, a response's second small write waits
+  // for the client's delayed ACK on a kept-alive connection (up to 40 ms per request).
+  server.set_tcp_nodelay(true);
   // A request body holds its media as base64 (4/3 of their bytes) besides its text.
   server.set_payload_max_length(std::max<size_t>(size_t{8} << 20,
                                                  a.media_limits.max_bytes / 3 * 4 + (size_t{4} << 20)));
