@@ -1,6 +1,7 @@
 #include "engine/speculator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "engine/model_impl.h"
@@ -69,6 +70,24 @@ std::vector<llama_token> ngram_draft(const std::vector<llama_token>& history, in
   return out;
 }
 
+bool Speculator::ProbeForced() {
+  if (!o_.adaptive || o_.jump_commit || probe_skip_ == 0) return true;
+  --probe_skip_;
+  return false;
+}
+
+void Speculator::NoteProbe(bool found, double ms) {
+  if (!o_.adaptive || o_.jump_commit) return;
+  if (found) {
+    empty_probes_ = probe_backoff_ = 0;
+    return;
+  }
+  if (++empty_probes_ < 4 || !(cost_->one_ms() > 0 && ms > 0.01 * cost_->one_ms())) return;
+  probe_backoff_ = std::min(32, std::max(1, probe_backoff_ * 2));
+  probe_skip_ = probe_backoff_;
+  empty_probes_ = 3;  // after the skip, one more empty look backs off further
+}
+
 Speculator::Speculator(const SpeculativeOptions& o, const llama_vocab* vocab, int32_t n_vocab,
                        bool enabled, DraftModel* draft, DecodeCost* cost,
                        double* forced_accept)
@@ -94,9 +113,12 @@ const std::vector<llama_token>& Speculator::Draft(const std::vector<llama_token>
   // One plain decode now and then keeps one token's time measured at the cache's depth, which
   // every cost comparison divides by.
   if (o_.adaptive && cost_->since_one() >= kMeasureOneEvery) return draft_;
-  if (o_.jump && sampler.constrained()) {
+  if (o_.jump && sampler.constrained() && ProbeForced()) {
     // A token is rarely longer than 16 bytes: enough forced text for `room` tokens.
+    const auto t0 = std::chrono::steady_clock::now();
     const std::string text = sampler.ForcedText(vocab_, static_cast<size_t>(room) * 16);
+    NoteProbe(!text.empty(), std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() - t0).count());
     if (!text.empty()) {
       Result<std::vector<int32_t>> t = tokenize(vocab_, text, false, /*parse_special=*/false);
       if (t.ok()) {
