@@ -16,6 +16,10 @@
 //     --committed-draft FILE (e.g. the committed model's own Q8_0 quantization) drafts for
 //     --committed on its tasks: off, draft alone, all sources.
 //
+//  6. A model that copies (--copy: trained by `edgellm train` on the rewrite and record tasks,
+//     docs/speculative.md): n-gram lookup on "replace a name" rewrites, whose answers copy the
+//     prompt, and jump-forward on the eight-key record schema without whitespace.
+//
 // Every "on" text is checked against its "off" text (greedy): a difference is reported.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -31,6 +35,15 @@ namespace {
 
 using json = nlohmann::json;
 
+// The record task's eight fields, in the order the model writes them (src/train/corpus.cc).
+const char* kRecord = R"({"type":"object","properties":{
+  "name":{"type":"string","maxLength":24},"city":{"type":"string","maxLength":24},
+  "day":{"type":"string","maxLength":24},"time":{"type":"string","maxLength":5},
+  "item":{"type":"string","maxLength":24},"count":{"type":"integer","minimum":0,"maximum":99},
+  "place":{"type":"string","maxLength":24},"genre":{"type":"string","maxLength":24}},
+  "required":["name","city","day","time","item","count","place","genre"],
+  "additionalProperties":false})";
+
 const char* kExtraction = R"({"type":"object","properties":{
   "name":{"type":"string","maxLength":16},"city":{"type":"string","maxLength":16},
   "country":{"type":"string","maxLength":16},"date":{"type":"string","maxLength":10},
@@ -41,7 +54,7 @@ const char* kExtraction = R"({"type":"object","properties":{
   "additionalProperties":false})";
 
 struct Args {
-  std::string model, committed, draft, committed_draft;
+  std::string model, committed, draft, committed_draft, copy;
   int threads = 2, tokens = 160, rounds = 3;
   bool json = false;
 };
@@ -127,6 +140,45 @@ bool compare(edgellm::Session& s, const std::vector<std::string>& prompts,
         if (v > 0 && variants[v].temperature == 0 && variants[v].json_schema ==
             variants[0].json_schema && g.text != reference) {
           ++(*out)[v].mismatches;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// A conversation of rewrites: each turn asks to replace a name in the previous reply, so the
+// answer copies text that is in the history twice. Each variant runs its own conversation.
+bool conversation(edgellm::Session& s, const std::vector<edgellm::GenerateOptions>& variants,
+                  int rounds, std::vector<Measure>* out) {
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"Li Lei", "Anna"}, {"Anna", "Tom"}, {"Tom", "Zhang Wei"}, {"Zhang Wei", "Chen Jing"}};
+  const std::string first = "Li Lei flies to Chengdu on Friday. Li Lei bought 4 tickets in Tokyo. "
+                            "The meeting with Li Lei starts at 9:30 tomorrow.";
+  out->assign(variants.size(), Measure{});
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<std::string> reference;
+    for (size_t v = 0; v < variants.size(); ++v) {
+      auto c = edgellm::Conversation::Create(s);
+      if (!c.ok()) {
+        std::fprintf(stderr, "edgellm-specbench: %s\n", c.status().ToString().c_str());
+        return false;
+      }
+      std::string text = first;
+      for (size_t t = 0; t < names.size(); ++t) {
+        auto g = (*c)->Send("replace " + names[t].first + " with " + names[t].second + ": " + text,
+                            variants[v]);
+        if (!g.ok()) {
+          std::fprintf(stderr, "edgellm-specbench: %s\n", g.status().ToString().c_str());
+          return false;
+        }
+        (*out)[v].Add(*g);
+        text = g->text;
+        if (v == 0) reference.push_back(text);
+        if (v > 0 && text != reference[t]) {
+          ++(*out)[v].mismatches;
+          std::fprintf(stderr, "round %d turn %zu, variant %zu differs:\n  %s\n  %s\n", r, t, v,
+                       reference[t].c_str(), text.c_str());
         }
       }
     }
@@ -254,6 +306,49 @@ int run(const Args& a) {
       print("draft model, the committed model's tasks", {"off", "draft", "all"}, m);
     }
   }
+  if (!a.copy.empty()) {
+    auto model = edgellm::Model::Load(a.copy);
+    if (!model.ok()) {
+      std::fprintf(stderr, "edgellm-specbench: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    auto s = session_for(**model, a.threads);
+    if (!s) return 1;
+    // 6a. Rewrites: the answer is the prompt's text with one name replaced.
+    const std::vector<std::string> rewrites = {
+        "replace Li Lei with Anna: Li Lei flies to Chengdu on Friday. The meeting with Li Lei "
+        "starts at 9:30 tomorrow. Li Lei bought 4 tickets in Tokyo.",
+        "replace Zhang Wei with Tom: Zhang Wei takes a taxi to the museum. Zhang Wei likes "
+        "folk music.",
+        "把王芳换成刘洋：王芳周五要去杭州出差。王芳在巴黎买了3个杯子。和王芳的会议明天10:15开始。",
+        "replace Chen Jing with Wang Fang: The meeting with Chen Jing starts at 14:45 on Monday. "
+        "Chen Jing bought 7 shirts in Berlin. Chen Jing flies to Suzhou this weekend."};
+    edgellm::GenerateOptions off = base(160, false), on = base(160, true), fixed = on;
+    fixed.speculative.adaptive = false;
+    std::vector<Measure> m;
+    if (!compare(*s, rewrites, {off, on, fixed}, a.rounds, &m)) return 1;
+    print("n-gram lookup, rewrites that copy the prompt (--copy)", {"off", "on", "every-guess"},
+          m);
+    if (!conversation(*s, {off, on, fixed}, a.rounds, &m)) return 1;
+    print("n-gram lookup, a 4-turn conversation of rewrites (--copy)", {"off", "on",
+          "every-guess"}, m);
+    // 6b. The record schema without whitespace: keys, quotes, colons and commas forced.
+    const std::vector<std::string> records = {
+        "record: name Tom; city Nanjing; day on Friday; time 8:45; item pens; count 6; place "
+        "the hospital; genre rock",
+        "记录：姓名韩梅梅；城市重庆；日期周末；时间17:30；物品苹果；数量2；地点机场；音乐古典",
+        "record: name Liu Yang; city Paris; day today; time 12:00; item books; count 9; place "
+        "the park; genre jazz"};
+    edgellm::GenerateOptions c_off = base(160, false), c_jump = base(160, true),
+                             c_all = base(160, true), c_free = base(160, false);
+    c_off.json_schema = c_jump.json_schema = c_all.json_schema = kRecord;
+    c_off.json_whitespace = c_jump.json_whitespace = c_all.json_whitespace =
+        edgellm::JsonWhitespace::kNone;
+    c_jump.speculative.ngram = false;
+    if (!compare(*s, records, {c_off, c_jump, c_all, c_free}, a.rounds, &m)) return 1;
+    print("jump-forward, the record schema without whitespace (--copy)", {"constrained",
+          "jump-forward", "jump+ngram", "unconstrained"}, m);
+  }
   if (a.json) std::printf("%s\n", report.dump(2).c_str());
   return 0;
 }
@@ -269,14 +364,16 @@ int main(int argc, char** argv) {
   app.add_option("--draft", a.draft, "a draft model for --model (same tokenizer)");
   app.add_option("--committed-draft", a.committed_draft,
                  "a draft model for --committed (e.g. its Q8_0 quantization)");
+  app.add_option("--copy", a.copy, "a model trained on the rewrite and record tasks "
+                                   "(docs/speculative.md), for n-gram and jump-forward");
   app.add_option("--threads", a.threads, "threads (default 2)")->check(CLI::Range(1, 256));
   app.add_option("-n,--tokens", a.tokens, "tokens per answer at most (default 160)")
       ->check(CLI::Range(8, 4096));
   app.add_option("--rounds", a.rounds, "rounds (default 3)")->check(CLI::Range(1, 100));
   app.add_flag("--json", a.json, "one JSON report");
   CLI11_PARSE(app, argc, argv);
-  if (a.model.empty() && a.committed.empty()) {
-    std::fprintf(stderr, "edgellm-specbench: pass --model FILE and/or --committed FILE\n");
+  if (a.model.empty() && a.committed.empty() && a.copy.empty()) {
+    std::fprintf(stderr, "edgellm-specbench: pass --model FILE, --committed FILE and/or --copy FILE\n");
     return 2;
   }
   return run(a);

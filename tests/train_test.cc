@@ -3,8 +3,10 @@
 // libllama's optimizer whose loss falls, and eval on the result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,7 +20,7 @@ namespace edgellm {
 namespace {
 
 TEST(Corpus, DeterministicAndHeldOutNeverInTraining) {
-  for (const std::string task : {"intent", "extract", "math", "code"}) {
+  for (const std::string task : {"intent", "extract", "math", "code", "rewrite", "record"}) {
     auto a = make_task_items(task, Split::kTrain, 3000, 1);
     auto b = make_task_items(task, Split::kTrain, 3000, 1);
     auto test = make_task_items(task, Split::kTest, 300, 7);
@@ -97,6 +99,61 @@ TEST(Corpus, DeterministicAndHeldOutNeverInTraining) {
   EXPECT_EQ(seen.size(), 8u);
   for (const auto& [prompt, n] : seen) EXPECT_EQ(n, 3) << prompt;
   EXPECT_EQ(make_task_items("poetry", Split::kTrain, 1, 1).status().code(), Code::kInvalidArgument);
+}
+
+// The copying tasks (outside the default corpus): a rewrite's answer is its prompt's text with
+// one name replaced; a record's answer is JSON of the prompt's eight fields, in order.
+TEST(Corpus, CopyTasksAnswerFromThePrompt) {
+  for (const std::string& t : copy_tasks()) {
+    EXPECT_EQ(std::count(corpus_tasks().begin(), corpus_tasks().end(), t), 0) << t;
+  }
+  auto rw = make_task_items("rewrite", Split::kTest, 200, 3);
+  ASSERT_TRUE(rw.ok());
+  ASSERT_EQ(rw->size(), 200u);
+  int zh = 0;
+  for (const TaskItem& it : *rw) {
+    std::string from, to, text;
+    const std::string en_head = "replace ", zh_head = "把", zh_mid = "换成", zh_colon = "：";
+    if (it.prompt.rfind(en_head, 0) == 0) {
+      const size_t with = it.prompt.find(" with "), colon = it.prompt.find(": ");
+      ASSERT_TRUE(with != std::string::npos && colon != std::string::npos) << it.prompt;
+      from = it.prompt.substr(en_head.size(), with - en_head.size());
+      to = it.prompt.substr(with + 6, colon - with - 6);
+      text = it.prompt.substr(colon + 2);
+    } else {
+      ASSERT_EQ(it.prompt.rfind(zh_head, 0), 0u) << it.prompt;
+      ++zh;
+      const size_t mid = it.prompt.find(zh_mid), colon = it.prompt.find(zh_colon);
+      from = it.prompt.substr(zh_head.size(), mid - zh_head.size());
+      to = it.prompt.substr(mid + zh_mid.size(), colon - mid - zh_mid.size());
+      text = it.prompt.substr(colon + zh_colon.size());
+    }
+    ASSERT_FALSE(from.empty() || to.empty() || from == to) << it.prompt;
+    std::string want = text;
+    for (size_t at = want.find(from); at != std::string::npos; at = want.find(from, at + to.size())) {
+      want.replace(at, from.size(), to);
+    }
+    EXPECT_NE(want, text) << it.prompt;
+    EXPECT_EQ(it.answer, want) << it.prompt;
+  }
+  EXPECT_GT(zh, 50);
+  EXPECT_LT(zh, 150);
+  auto rec = make_task_items("record", Split::kTest, 200, 3);
+  ASSERT_TRUE(rec.ok());
+  const std::vector<std::string> keys = {"name", "city", "day", "time", "item", "count", "place", "genre"};
+  for (const TaskItem& it : *rec) {
+    auto j = nlohmann::ordered_json::parse(it.answer, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << it.answer;
+    EXPECT_EQ(j.dump(), it.answer);  // no whitespace anywhere
+    std::vector<std::string> got;
+    for (const auto& [k, v] : j.items()) {
+      got.push_back(k);
+      const std::string value = v.is_string() ? v.get<std::string>() : v.dump();
+      EXPECT_NE(it.prompt.find(value), std::string::npos) << k << " in " << it.prompt;
+    }
+    EXPECT_EQ(got, keys) << it.answer;
+    EXPECT_TRUE(j["count"].is_number_integer()) << it.answer;
+  }
 }
 
 TEST(Vocab, LearnsMergesAndKeepsTheirParts) {

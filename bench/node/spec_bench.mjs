@@ -26,6 +26,7 @@ const { values: opt } = parseArgs({
     reply: { type: "string", default: "64" },
     rounds: { type: "string", default: "3" },
     raw: { type: "boolean", default: false },
+    copy: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
@@ -33,12 +34,19 @@ const { values: opt } = parseArgs({
 if (opt.help) {
   console.log("usage: node bench/node/spec_bench.mjs [-m MODEL] [--threads 2] [--ctx 256 (the committed model's training context)] " +
               "[--reply 64] [--rounds 3] [--raw (/v1/completions with the prompt as text: for models whose " +
-              "chat output llama-server cannot parse, e.g. the random-weight fixtures)] [--json]");
+              "chat output llama-server cannot parse, e.g. the random-weight fixtures)] [--copy (rewrites whose " +
+              "answers copy the prompt, for a model trained on the rewrite task: docs/speculative.md)] [--json]");
   process.exit(0);
 }
 const log = (...a) => { if (!opt.json) console.error(...a); };
-// The committed model's tasks whose answers copy the prompt (docs/training.md).
-const prompts = [
+// The committed model's tasks whose answers copy the prompt (docs/training.md), or with --copy
+// rewrites for a model trained on the rewrite task (its answer is the text with a name replaced).
+const prompts = opt.copy ? [
+  "replace Li Lei with Anna: Li Lei flies to Chengdu on Friday. The meeting with Li Lei starts at 9:30 tomorrow. Li Lei bought 4 tickets in Tokyo.",
+  "replace Zhang Wei with Tom: Zhang Wei takes a taxi to the museum. Zhang Wei likes folk music. Zhang Wei flies to Paris today.",
+  "把王芳换成刘洋：王芳周五要去杭州出差。王芳在巴黎买了3个杯子。和王芳的会议明天10:15开始。",
+  "replace Chen Jing with Wang Fang: The meeting with Chen Jing starts at 14:45 on Monday. Chen Jing bought 7 shirts in Berlin. Chen Jing flies to Suzhou this weekend.",
+] : [
   "summary: Wang Fang will visit Chengdu on Friday and call Li Lei.",
   "summary: Liu Yang will visit Shanghai on Sunday and call Chen Jing.",
   "city: Zhang Wei flies to Hangzhou on Monday.",

@@ -18,13 +18,18 @@ namespace edgellm {
 
 // One task item: a prompt and its one right answer (exact match).
 struct TaskItem {
-  std::string task;    // "intent", "extract", "math", "code", "chat"
+  std::string task;    // "intent", "extract", "math", "code", "chat", "rewrite", "record"
   std::string prompt;  // the user turn
   std::string answer;  // the assistant turn
 };
 
-// The task names, in a fixed order.
+// The default corpus's task names, in a fixed order.
 const std::vector<std::string>& corpus_tasks();
+// Tasks outside the default corpus, trained only when TrainOptions::task_mix names them:
+// "rewrite" (replace a name in 3-4 sentences; the answer copies the rest) and "record" (eight
+// fields of the prompt as JSON without whitespace). Answers copy long spans of the prompt, for
+// measuring n-gram lookup and jump-forward (docs/speculative.md).
+const std::vector<std::string>& copy_tasks();
 
 enum class Split { kTrain, kTest };
 

@@ -182,6 +182,80 @@ TaskItem code(Rng& r) {
   }
 }
 
+// Input-grounded copying, outside the default corpus (train with --mix ...,rewrite=1,record=1):
+// answers that copy long spans of the prompt, as rewriting and extraction do, for measuring
+// n-gram lookup and jump-forward on a model that copies (docs/speculative.md).
+std::string clock_time(int h, int mm) { return num(h) + ":" + (mm < 10 ? "0" : "") + num(mm); }
+
+std::string sentence(Rng& r, const Pair& name, bool zh) {
+  const Pair& city = r.pick(kCities);
+  const Pair& day = r.pick(kDays);
+  const Pair& item = r.pick(kItems);
+  const Pair& place = r.pick(kPlaces);
+  const Pair& genre = r.pick(kGenres);
+  const int n = 2 + r.below(8), h = 7 + r.below(12), mm = r.below(4) * 15;
+  const std::string hm = clock_time(h, mm);
+  switch (r.below(5)) {
+    case 0:
+      return zh ? name.zh + day.zh + "要去" + city.zh + "出差。" : name.en + " flies to " + city.en + " " + day.en + ".";
+    case 1:
+      return zh ? name.zh + "在" + city.zh + "买了" + num(n) + "个" + item.zh + "。"
+                : name.en + " bought " + num(n) + " " + item.en + " in " + city.en + ".";
+    case 2:
+      return zh ? "和" + name.zh + "的会议" + day.zh + hm + "开始。"
+                : "The meeting with " + name.en + " starts at " + hm + " " + day.en + ".";
+    case 3:
+      return zh ? name.zh + "打车去" + place.zh + "。" : name.en + " takes a taxi to " + place.en + ".";
+    default:
+      return zh ? name.zh + "喜欢" + genre.zh + "音乐。" : name.en + " likes " + genre.en + " music.";
+  }
+}
+
+TaskItem rewrite(Rng& r) {
+  const bool zh = r.below(2) == 0;
+  const Pair& from = r.pick(kNames);
+  const Pair* to = &r.pick(kNames);
+  while (to == &from) to = &r.pick(kNames);
+  const int n = 3 + r.below(2);  // 3-4 sentences: prompt and answer fit a 256-token window
+  std::string text, out;
+  for (int i = 0; i < n; ++i) {
+    std::string s = sentence(r, from, zh);
+    text += (i && !zh ? " " : "") + s;
+    const std::string& a = zh ? from.zh : from.en;
+    const std::string& b = zh ? to->zh : to->en;
+    for (size_t at = s.find(a); at != std::string::npos; at = s.find(a, at + b.size())) s.replace(at, a.size(), b);
+    out += (i && !zh ? " " : "") + s;
+  }
+  return {"rewrite", zh ? "把" + from.zh + "换成" + to->zh + "：" + text
+                        : "replace " + from.en + " with " + to->en + ": " + text,
+          out};
+}
+
+// Eight fields in a fixed order, answered as JSON without whitespace (the spelling
+// JsonWhitespace::kNone forces): {"name":"Chen Jing","city":"Wuhan",...,"count":3,...}.
+TaskItem record(Rng& r) {
+  const bool zh = r.below(2) == 0;
+  const Pair& name = r.pick(kNames);
+  const Pair& city = r.pick(kCities);
+  const Pair& day = r.pick(kDays);
+  const Pair& item = r.pick(kItems);
+  const Pair& place = r.pick(kPlaces);
+  const Pair& genre = r.pick(kGenres);
+  const int n = 1 + r.below(9), h = 7 + r.below(12), mm = r.below(4) * 15;
+  const std::string hm = clock_time(h, mm);
+  auto v = [&](const Pair& p) { return zh ? p.zh : p.en; };
+  const std::string prompt =
+      zh ? "记录：姓名" + name.zh + "；城市" + city.zh + "；日期" + day.zh + "；时间" + hm + "；物品" +
+               item.zh + "；数量" + num(n) + "；地点" + place.zh + "；音乐" + genre.zh
+         : "record: name " + name.en + "; city " + city.en + "; day " + day.en + "; time " + hm +
+               "; item " + item.en + "; count " + num(n) + "; place " + place.en + "; genre " + genre.en;
+  const std::string answer = "{\"name\":\"" + v(name) + "\",\"city\":\"" + v(city) + "\",\"day\":\"" +
+                             v(day) + "\",\"time\":\"" + hm + "\",\"item\":\"" + v(item) +
+                             "\",\"count\":" + num(n) + ",\"place\":\"" + v(place) + "\",\"genre\":\"" +
+                             v(genre) + "\"}";
+  return {"record", prompt, answer};
+}
+
 const std::vector<TaskItem>& chat_turns() {
   static const std::vector<TaskItem> kTurns = {
       {"chat", "你好", "你好！我是 edgellm 的端侧小模型，可以识别意图、提取信息和做简单算术。"},
@@ -203,16 +277,23 @@ const std::vector<std::string>& corpus_tasks() {
   return kTasks;
 }
 
+const std::vector<std::string>& copy_tasks() {
+  static const std::vector<std::string> kTasks = {"rewrite", "record"};
+  return kTasks;
+}
+
 Result<std::vector<TaskItem>> make_task_items(const std::string& task, Split split, int32_t n,
                                               uint64_t seed) {
   TaskItem (*gen)(Rng&) = task == "intent"    ? intent
                           : task == "extract" ? extract
                           : task == "math"    ? math
                           : task == "code"    ? code
+                          : task == "rewrite" ? rewrite
+                          : task == "record"  ? record
                                               : nullptr;
   if (!gen && task != "chat") {
     return Status::InvalidArgument("unknown task '" + task +
-                                   "': use intent, extract, math, code or chat");
+                                   "': use intent, extract, math, code, chat, rewrite or record");
   }
   if (n < 0) return Status::InvalidArgument("item count must be >= 0");
   std::vector<TaskItem> out;

@@ -105,7 +105,7 @@ Result<EvalReport> evaluate_model(const EvalOptions& o) {
     for (const TaskItem& it : *items) {
       GenerateOptions g;
       g.temperature = 0;
-      g.max_tokens = 32;
+      g.max_tokens = task == "rewrite" || task == "record" ? 256 : 32;  // copying answers are long
       g.chat = true;
       auto out = (*session)->Generate(it.prompt, g);
       if (!out.ok()) return out.status();

@@ -32,9 +32,11 @@ Result<TrainReport> train_model(const TrainOptions& o) {
   }
   for (const auto& m : o.task_mix) {
     const auto& tasks = corpus_tasks();
-    if (std::find(tasks.begin(), tasks.end(), m.first) == tasks.end()) {
+    const auto& extra = copy_tasks();
+    if (std::find(tasks.begin(), tasks.end(), m.first) == tasks.end() &&
+        std::find(extra.begin(), extra.end(), m.first) == extra.end()) {
       return Status::InvalidArgument("task mix names an unknown task '" + m.first +
-                                     "': use intent, extract, math, code or chat");
+                                     "': use intent, extract, math, code, chat, rewrite or record");
     }
   }
   if (o.use_blas && o.use_llama_opt) {
@@ -62,7 +64,13 @@ Result<TrainReport> train_model(const TrainOptions& o) {
 
   // 1. Corpus: every task's train split, examples shuffled together.
   std::vector<std::string> examples;
-  for (const std::string& task : corpus_tasks()) {
+  std::vector<std::string> tasks = corpus_tasks();
+  for (const std::string& t : copy_tasks()) {  // only when named
+    if (std::any_of(o.task_mix.begin(), o.task_mix.end(), [&](const auto& m) { return m.first == t; })) {
+      tasks.push_back(t);
+    }
+  }
+  for (const std::string& task : tasks) {
     float share = 1.0f;
     for (const auto& [name, w] : o.task_mix) {
       if (name == task) share = w;

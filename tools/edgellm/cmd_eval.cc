@@ -17,7 +17,8 @@ Action add_eval(CLI::App& app) {
       "eval", "Accuracy per task on held-out items, perplexity, KL divergence from a reference");
   cmd->add_option("model", o.model, "GGUF model (edgellm's trained model or a quantization of it)")
       ->required();
-  cmd->add_option("--tasks", tasks, "Comma-separated: intent, extract, math, code, chat");
+  cmd->add_option("--tasks", tasks, "Comma-separated: intent, extract, math, code, chat, and the copying tasks "
+                               "rewrite, record (docs/training.md)");
   cmd->add_option("--items", o.items, "Held-out items per task (default 200)");
   cmd->add_option("--reference", o.reference, "Full-precision model for the KL divergence");
   cmd->add_option("--seed", o.seed, "Which held-out items (default 7)");

@@ -28,7 +28,8 @@ Action add_train(CLI::App& app) {
   static std::string mix;
   cmd->add_option("--mix", mix,
                   "Task shares of --items; the tasks named replace their default share "
-                  "(intent=0.3,extract=1.5,math=2,code=1.5,chat=0.4), e.g. math=3,chat=0.2");
+                  "(intent=0.3,extract=1.5,math=2,code=1.5,chat=0.4), e.g. math=3,chat=0.2; the copying "
+                  "tasks rewrite and record train only when named (docs/training.md)");
   cmd->add_option("--epochs", o.epochs, "Epochs (default 3)");
   cmd->add_option("--lr", o.lr, "Peak AdamW learning rate (default 2.5e-4)");
   cmd->add_option("--prompt-weight", o.prompt_loss_weight,
