@@ -105,7 +105,8 @@ Result<EvalReport> evaluate_model(const EvalOptions& o) {
     for (const TaskItem& it : *items) {
       GenerateOptions g;
       g.temperature = 0;
-      g.max_tokens = task == "rewrite" || task == "record" ? 256 : 32;  // copying answers are long
+      // Copying answers repeat their prompt: longer than a label or a number.
+      g.max_tokens = std::count(copy_tasks().begin(), copy_tasks().end(), task) ? 256 : 32;
       g.chat = true;
       auto out = (*session)->Generate(it.prompt, g);
       if (!out.ok()) return out.status();
