@@ -1,12 +1,14 @@
 // `edgellm serve` as a chat backend: a client that sends the whole history every turn gets
 // the prefix reused (usage.prompt_tokens_details.cached_tokens) and the same text as a cold
 // server; interleaved conversations stay correct; content parts, n, a base model's ChatML
-// fallback and a request too long for the context behave as OpenAI clients expect.
+// fallback and a request too long for the context behave as OpenAI clients expect; requests on
+// new connections start no threads (one engine thread decodes).
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string concatenation (GCC PR 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -220,6 +222,27 @@ TEST_F(ServeTest, ABaseModelFallsBackToChatML) {
   ASSERT_EQ(r.status, 200) << r.body.dump();
   EXPECT_EQ(r.chat_template_header, "chatml-fallback");
   EXPECT_NE(s.log().find("ChatML"), std::string::npos) << s.log();
+}
+
+// Every model call runs on serve's one engine thread (tools/edgellm/serve_queue.h): requests on
+// new connections, which httplib hands to different pool threads, start no OpenMP worker
+// threads beyond the first request's. Decoding on each connection's thread gave each of them
+// a pool, and once they outnumbered the CPUs libgomp slept between every ggml barrier.
+TEST_F(ServeTest, RequestsOnNewConnectionsStartNoThreads) {
+  testutil::ServeProcess s(model_, {"--ctx", "256", "--threads", "2"});
+  ASSERT_GT(s.port(), 0) << s.log();
+  const auto threads = [&] {
+    const std::filesystem::path task = "/proc/" + std::to_string(s.pid()) + "/task";
+    return std::distance(std::filesystem::directory_iterator(task),
+                         std::filesystem::directory_iterator());
+  };
+  ASSERT_EQ(Post(s, Request({{{"role", "user"}, {"content", "hi"}}}, 4)).status, 200);
+  const auto before = threads();
+  for (int i = 0; i < 8; ++i) {  // Post opens a new connection each time
+    Reply r = Post(s, Request({{{"role", "user"}, {"content", "hello " + std::to_string(i)}}}, 4));
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+  }
+  EXPECT_EQ(threads(), before);
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 // Thread safety: a Session is used by one thread at a time, except Cancel(),
 // which may be called from any thread at any moment. Callbacks (sink, prefill
 // progress) run on the thread that called Generate() and must not block.
+// Speed: make a process's model calls (Session::Create, Generate, Embedder calls) from as few
+// threads as it has models, ideally one. Built with OpenMP (the default here), each thread
+// that decodes keeps its own pool of worker threads, and once the process holds more of them
+// than there are CPUs the workers sleep between steps instead of spinning: a small model
+// decoded 1.2x slower in `edgellm serve` (docs/engine.md, "Threads").
 #pragma once
 
 #include <atomic>

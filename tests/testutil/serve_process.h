@@ -21,6 +21,7 @@ class ServeProcess {
   ServeProcess& operator=(const ServeProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url() const;  // http://127.0.0.1:PORT
   std::string log() const;  // its stderr so far
   // SIGKILLs it now (a server that dies).

@@ -24,6 +24,7 @@
 #include "http_serve.h"
 #include "serve_embed.h"
 #include "serve_metrics.h"
+#include "serve_queue.h"
 #include "serve_request.h"
 
 namespace cli {
@@ -43,46 +44,14 @@ struct LlmServeArgs {
   edgellm::GrammarLimits limits{64 * 1024, 32, 2048};
 };
 
-// One generation at a time, FIFO, with a bounded number of waiters.
-class Turnstile {
- public:
-  explicit Turnstile(int max_waiting) : max_waiting_(max_waiting) {}
-  // False when the queue is full.
-  bool Enter() {
-    std::unique_lock<std::mutex> l(mu_);
-    if (busy_ && waiting_ >= max_waiting_) return false;
-    const uint64_t ticket = next_ticket_++;
-    ++waiting_;
-    cv_.wait(l, [&] { return !busy_ && ticket == serving_; });
-    --waiting_;
-    busy_ = true;
-    return true;
-  }
-  void Leave() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      busy_ = false;
-      ++serving_;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int max_waiting_;
-  int waiting_ = 0;
-  bool busy_ = false;
-  uint64_t next_ticket_ = 0, serving_ = 0;
-};
-
 class LlmServer {
  public:
-  // `model` and `session` may be null (an embedding server); `embed` may be null.
+  // `model` and `session` may be null (an embedding server); `embed` may be null. Every call
+  // into them runs on `engine` (serve_queue.h).
   LlmServer(const LlmServeArgs& a, std::unique_ptr<edgellm::Model> model,
-            std::unique_ptr<edgellm::Session> session, EmbedRoutes* embed)
+            std::unique_ptr<edgellm::Session> session, EmbedRoutes* embed, EngineThread* engine)
       : a_(a), model_(std::move(model)), session_(std::move(session)), embed_(embed),
-        gate_(a.queue) {}
+        engine_(engine), gate_(a.queue) {}
 
   void Routes(httplib::Server& s) {
     // With a key in the environment, /v1/* wants "Authorization: Bearer KEY" (401 otherwise).
@@ -213,13 +182,15 @@ class LlmServer {
     }
     // Media are decoded and tokenized before anything is streamed: a damaged image is a 400.
     if (chat && request->n_media > 0) {
-      if (edgellm::Status st = CheckMedia(*request); !st.ok()) {
+      if (edgellm::Status st = engine_->Run([&] { return CheckMedia(*request); }); !st.ok()) {
         gate_.Leave();
         return send_error(res, 400, "invalid_request_error", st.message());
       }
     }
     if (!stream) {
-      auto gen = chat ? Reply(*request, *o, {}) : session_->Generate(*prompt, *o);
+      auto gen = engine_->Run([&] {
+        return chat ? Reply(*request, *o, {}) : session_->Generate(*prompt, *o);
+      });
       gate_.Leave();
       if (!gen.ok()) {
         metrics_.AddError();
@@ -251,8 +222,8 @@ class LlmServer {
                       "application/json");
       return;
     }
-    // Streamed: the generation runs inside the content provider, on this connection's thread,
-    // and holds the turnstile until it ends. A client that goes away cancels it.
+    // Streamed: the generation runs inside the content provider, on the engine thread while this
+    // connection's thread waits, and holds the turnstile until it ends. A client that goes away cancels it.
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -288,8 +259,11 @@ class LlmServer {
               ok = chunk({{"reasoning_content", std::string(piece)}}, nullptr);
               return ok;
             };
-            gen = chat ? Reply(*request, *o, piece_sink)
-                       : session_->Generate(*prompt, *o, piece_sink);
+            // The pieces are written from the engine thread while this one waits.
+            gen = engine_->Run([&] {
+              return chat ? Reply(*request, *o, piece_sink)
+                          : session_->Generate(*prompt, *o, piece_sink);
+            });
             if (gen.ok() && too_long(*gen)) {
               gen = edgellm::Status::InvalidArgument(too_long_message());
             }
@@ -397,6 +371,7 @@ class LlmServer {
   std::unique_ptr<edgellm::Model> model_;
   std::unique_ptr<edgellm::Session> session_;
   EmbedRoutes* embed_;
+  EngineThread* engine_;
   Turnstile gate_;
   ServeMetrics metrics_;
   std::atomic<uint64_t> seq_{0};
@@ -414,43 +389,51 @@ int serve_llm(LlmServeArgs a) {
   }
   if (a.id.empty() && !a.model.empty()) a.id = std::filesystem::path(a.model).stem().string();
   const sigset_t stop_signals = block_stop_signals();
+  // Declared first, so it outlives the models and sessions whose calls it runs.
+  EngineThread engine;
   std::unique_ptr<edgellm::Model> model, draft;
   std::unique_ptr<edgellm::Session> session;
-  if (!a.model.empty()) {
-    std::fprintf(stderr, "[load] %s\n", a.model.c_str());
-    edgellm::LoadOptions lo;
-    edgellm::GenerateOptions unused;
-    if (auto st = apply_media(a.media, &lo, &unused); !st.ok()) return fail(st);
-    if (!a.media.mmproj.empty()) std::fprintf(stderr, "[load] %s (projector)\n", a.media.mmproj.c_str());
-    auto m = edgellm::Model::Load(a.model, lo);
-    if (!m.ok()) return fail(m.status());
-    edgellm::SessionOptions so;
-    so.n_ctx = a.ctx;
-    so.n_threads = a.threads;
-    if (auto st = load_spec_draft(a.spec, a.model, a.ctx, &draft); !st.ok()) return fail(st);
-    so.draft_model = draft.get();
-    std::fprintf(stderr, "[init] context and warm-up\n");
-    auto sess = edgellm::Session::Create(**m, so);
-    if (!sess.ok()) return fail(sess.status());
-    if (!(*m)->info().has_chat_template) {
-      std::fprintf(stderr, "[template] %s has no chat template: chat requests use ChatML, as "
-                           "llama-server does (responses carry X-Edgellm-Chat-Template)\n",
-                   a.model.c_str());
-    }
-    model = std::move(*m);
-    session = std::move(*sess);
-  }
   std::unique_ptr<EmbedRoutes> embed;
-  if (!a.embedding_model.empty()) {
-    std::fprintf(stderr, "[load] %s (embeddings)\n", a.embedding_model.c_str());
-    edgellm::EmbedderOptions eo;
-    eo.n_threads = a.threads;
-    auto e = edgellm::Embedder::Load(a.embedding_model, eo);
-    if (!e.ok()) return fail(e.status());
-    embed = std::make_unique<EmbedRoutes>(
-        std::move(*e), std::filesystem::path(a.embedding_model).stem().string(), a.max_inputs);
-  }
-  LlmServer llm(a, std::move(model), std::move(session), embed.get());
+  // Loading and warm-up run on the engine thread too (serve_queue.h says why).
+  const int loaded = engine.Run([&]() -> int {
+    if (!a.model.empty()) {
+      std::fprintf(stderr, "[load] %s\n", a.model.c_str());
+      edgellm::LoadOptions lo;
+      edgellm::GenerateOptions unused;
+      if (auto st = apply_media(a.media, &lo, &unused); !st.ok()) return fail(st);
+      if (!a.media.mmproj.empty()) std::fprintf(stderr, "[load] %s (projector)\n", a.media.mmproj.c_str());
+      auto m = edgellm::Model::Load(a.model, lo);
+      if (!m.ok()) return fail(m.status());
+      edgellm::SessionOptions so;
+      so.n_ctx = a.ctx;
+      so.n_threads = a.threads;
+      if (auto st = load_spec_draft(a.spec, a.model, a.ctx, &draft); !st.ok()) return fail(st);
+      so.draft_model = draft.get();
+      std::fprintf(stderr, "[init] context and warm-up\n");
+      auto sess = edgellm::Session::Create(**m, so);
+      if (!sess.ok()) return fail(sess.status());
+      if (!(*m)->info().has_chat_template) {
+        std::fprintf(stderr, "[template] %s has no chat template: chat requests use ChatML, as "
+                             "llama-server does (responses carry X-Edgellm-Chat-Template)\n",
+                     a.model.c_str());
+      }
+      model = std::move(*m);
+      session = std::move(*sess);
+    }
+    if (!a.embedding_model.empty()) {
+      std::fprintf(stderr, "[load] %s (embeddings)\n", a.embedding_model.c_str());
+      edgellm::EmbedderOptions eo;
+      eo.n_threads = a.threads;
+      auto e = edgellm::Embedder::Load(a.embedding_model, eo);
+      if (!e.ok()) return fail(e.status());
+      embed = std::make_unique<EmbedRoutes>(
+          std::move(*e), std::filesystem::path(a.embedding_model).stem().string(), a.max_inputs,
+          &engine);
+    }
+    return 0;
+  });
+  if (loaded != 0) return loaded;
+  LlmServer llm(a, std::move(model), std::move(session), embed.get(), &engine);
 
   httplib::Server server;
   llm.Routes(server);

@@ -138,7 +138,9 @@ void EmbedRoutes::Embeddings(const httplib::Request& req, httplib::Response& res
     }
   }
   edgellm::EmbedOptions eo;  // no truncation: an input over the model's length is a 400
-  auto r = texts.empty() ? embedder_->EmbedTokens(tokens, eo) : embedder_->Embed(texts, eo);
+  auto r = engine_->Run([&] {
+    return texts.empty() ? embedder_->EmbedTokens(tokens, eo) : embedder_->Embed(texts, eo);
+  });
   if (!r.ok()) return send_status(res, r.status());
   json data = json::array();
   for (size_t i = 0; i < r->size(); ++i) {
@@ -201,7 +203,7 @@ void EmbedRoutes::Rerank(const httplib::Request& req, httplib::Response& res) {
     return send_error(res, 400, "invalid_request_error", "return_documents must be true or false");
   }
   const bool with_docs = body.contains("return_documents") && body["return_documents"] == true;
-  auto r = embedder_->Rerank(body["query"].get<std::string>(), docs);
+  auto r = engine_->Run([&] { return embedder_->Rerank(body["query"].get<std::string>(), docs); });
   if (!r.ok()) return send_status(res, r.status());
   json results = json::array();
   for (size_t k = 0; k < top_n; ++k) {

@@ -12,14 +12,18 @@
 #include <string>
 
 #include "edgellm/edgellm.h"
+#include "serve_queue.h"
 
 namespace cli {
 
 class EmbedRoutes {
  public:
-  // `max_inputs`: inputs (or documents) per request.
-  EmbedRoutes(std::unique_ptr<edgellm::Embedder> embedder, std::string id, int max_inputs)
-      : embedder_(std::move(embedder)), id_(std::move(id)), max_inputs_(max_inputs) {}
+  // `max_inputs`: inputs (or documents) per request. Every call into the embedder runs on
+  // `engine` (serve_queue.h).
+  EmbedRoutes(std::unique_ptr<edgellm::Embedder> embedder, std::string id, int max_inputs,
+              EngineThread* engine)
+      : embedder_(std::move(embedder)), id_(std::move(id)), max_inputs_(max_inputs),
+        engine_(engine) {}
   void Routes(httplib::Server& s);
   // This model's entry in /v1/models.
   nlohmann::json ModelEntry(int64_t created) const;
@@ -34,6 +38,7 @@ class EmbedRoutes {
   std::unique_ptr<edgellm::Embedder> embedder_;
   std::string id_;
   int max_inputs_;
+  EngineThread* engine_;
 };
 
 }  // namespace cli
