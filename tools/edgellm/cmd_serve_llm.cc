@@ -9,14 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <mutex>
-#include <thread>
 
 #include <httplib.h>
 
